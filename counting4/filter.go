@@ -1,0 +1,199 @@
+package counting4
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Filter is a counting Bloom filter over words it does not own. All methods
+// are safe for concurrent use, also by other processes sharing the words.
+type Filter struct {
+	words    []uint64
+	counters uint64
+	k        int
+	layout   Layout
+}
+
+// New returns a filter of the given layout, counters and k over words, which
+// must hold at least counters/16 words.
+func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error) {
+	switch {
+	case k < 1 || k > MaxK:
+		return nil, fmt.Errorf("%w: k = %d", ErrSize, k)
+	case counters == 0 || (counters+15)/16 > uint64(len(words)):
+		return nil, fmt.Errorf("%w: %d counters need %d words, have %d", ErrSize, counters, (counters+15)/16, len(words))
+	case layout == Blocked512 && counters%BlockCounters != 0:
+		return nil, fmt.Errorf("%w: %d counters is not whole blocks", ErrSize, counters)
+	case layout == Partitioned && (counters%uint64(k) != 0 || counters/uint64(k) > 1<<32):
+		return nil, fmt.Errorf("%w: %d counters is not %d partitions of at most 2^32", ErrSize, counters, k)
+	case layout != Blocked512 && layout != Classic && layout != Partitioned:
+		return nil, fmt.Errorf("%w: unknown layout %d", ErrSize, layout)
+	}
+	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil
+}
+
+// K returns the number of counters per key.
+func (f *Filter) K() int { return f.k }
+
+// Counters returns the number of counters.
+func (f *Filter) Counters() uint64 { return f.counters }
+
+// Layout returns the filter's layout.
+func (f *Filter) Layout() Layout { return f.layout }
+
+// Words returns the words the filter works on.
+func (f *Filter) Words() []uint64 { return f.words }
+
+// Positions writes the key's k counter indices into pos (len ≥ K()).
+func (f *Filter) Positions(h uint64, pos []uint64) { f.layout.Positions(h, f.counters, f.k, pos) }
+
+// Get returns counter c.
+func (f *Filter) Get(c uint64) uint8 {
+	return uint8(atomic.LoadUint64(&f.words[c>>4]) >> ((c & 15) * 4) & 15)
+}
+
+// Contains reports whether all of the key's counters are non-zero. It never writes.
+func (f *Filter) Contains(h uint64) bool {
+	var pos [MaxK]uint64
+	f.layout.Positions(h, f.counters, f.k, pos[:])
+	return f.ContainsAt(pos[:f.k])
+}
+
+// ContainsAt reports whether all counters at pos are non-zero.
+func (f *Filter) ContainsAt(pos []uint64) bool {
+	w := f.words
+	for _, p := range pos {
+		if atomic.LoadUint64(&w[p>>4])>>((p&15)*4)&15 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Record is where an operation reports its progress, so that an operation
+// cut short by the death of its process can be rolled back exactly. Bit j of
+// Changed is set while position j's counter differs from its value before the
+// operation. Bit j of Doubt is set while the compare-and-swap that flips bit j
+// of Changed may or may not have happened. A nil *Record records nothing.
+type Record struct {
+	Changed *uint64
+	Doubt   *uint64
+}
+
+// Add increments the key's k counters (saturating at 15).
+func (f *Filter) Add(h uint64, rec *Record) {
+	var pos [MaxK]uint64
+	f.layout.Positions(h, f.counters, f.k, pos[:])
+	f.AddAt(pos[:f.k], rec)
+}
+
+// AddAt increments the counters at pos (saturating at 15).
+func (f *Filter) AddAt(pos []uint64, rec *Record) {
+	for j, p := range pos {
+		if f.step(p, +1, rec, j) {
+			rec.set(uint64(1) << j)
+		}
+	}
+	rec.doubt(0)
+}
+
+// Remove decrements the key's k counters if all are non-zero and reports
+// whether it did. Saturated counters are left at 15. If a counter is found
+// at zero part-way (another remover got there first), every counter changed
+// so far is restored and Remove reports false: a Remove either changes all
+// of the key's non-saturated counters or none.
+func (f *Filter) Remove(h uint64, rec *Record) bool {
+	var pos [MaxK]uint64
+	f.layout.Positions(h, f.counters, f.k, pos[:])
+	return f.RemoveAt(pos[:f.k], rec)
+}
+
+// RemoveAt is Remove for precomputed positions.
+func (f *Filter) RemoveAt(pos []uint64, rec *Record) bool {
+	if !f.ContainsAt(pos) {
+		return false
+	}
+	for j, p := range pos {
+		changed, ok := f.dec(p, rec, j)
+		if !ok {
+			f.Undo(pos[:j], -1, rec)
+			rec.doubt(0)
+			return false
+		}
+		if changed {
+			rec.set(uint64(1) << j)
+		}
+	}
+	rec.doubt(0)
+	return true
+}
+
+// Undo reverts the counters at pos whose bit is set in the record's Changed
+// mask (all of pos when rec is nil) of an operation of direction dir (+1 for
+// an add, -1 for a remove). Saturated counters are left at 15.
+func (f *Filter) Undo(pos []uint64, dir int, rec *Record) {
+	for j, p := range pos {
+		if rec != nil && rec.Changed != nil && *rec.Changed&(1<<j) == 0 {
+			continue
+		}
+		if dir > 0 {
+			f.dec(p, rec, j)
+		} else {
+			f.step(p, +1, rec, j)
+		}
+		rec.clear(uint64(1) << j)
+	}
+}
+
+// step increments counter p unless saturated; it reports whether it changed.
+func (f *Filter) step(p uint64, _ int, rec *Record, j int) bool {
+	w := &f.words[p>>4]
+	sh := (p & 15) * 4
+	for {
+		old := atomic.LoadUint64(w)
+		if old>>sh&15 == 15 {
+			return false
+		}
+		rec.doubt(uint64(1) << j)
+		if atomic.CompareAndSwapUint64(w, old, old+1<<sh) {
+			return true
+		}
+	}
+}
+
+// dec decrements counter p unless saturated. ok is false if it is zero.
+func (f *Filter) dec(p uint64, rec *Record, j int) (changed, ok bool) {
+	w := &f.words[p>>4]
+	sh := (p & 15) * 4
+	for {
+		old := atomic.LoadUint64(w)
+		switch old >> sh & 15 {
+		case 0:
+			return false, false
+		case 15:
+			return false, true
+		}
+		rec.doubt(uint64(1) << j)
+		if atomic.CompareAndSwapUint64(w, old, old-1<<sh) {
+			return true, true
+		}
+	}
+}
+
+func (r *Record) doubt(m uint64) {
+	if r != nil {
+		storeOrdered(r.Doubt, m)
+	}
+}
+
+func (r *Record) set(m uint64) {
+	if r != nil {
+		storeOrdered(r.Changed, *r.Changed|m)
+	}
+}
+
+func (r *Record) clear(m uint64) {
+	if r != nil {
+		storeOrdered(r.Changed, *r.Changed&^m)
+	}
+}

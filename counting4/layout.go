@@ -1,0 +1,182 @@
+package counting4
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// MaxK is the largest k a filter may use.
+const MaxK = header.MaxK
+
+// BlockCounters is the number of counters in one Blocked512 block.
+const BlockCounters = 128
+
+// Layout identifies how a key hash maps to counters. Values are header.Layout*.
+type Layout uint8
+
+const (
+	Blocked512  Layout = header.LayoutBlocked512
+	Classic     Layout = header.LayoutClassic
+	Partitioned Layout = header.LayoutPartitioned
+)
+
+func (l Layout) String() string {
+	switch l {
+	case Blocked512:
+		return "blocked512"
+	case Classic:
+		return "classic"
+	case Partitioned:
+		return "partitioned"
+	}
+	return fmt.Sprintf("layout(%d)", uint8(l))
+}
+
+// ErrSize means no filter of the requested size can be built.
+var ErrSize = errors.New("counting4: filter size out of range")
+
+// fmix64 is MurmurHash3's 64-bit finalizer: a bijective avalanche mix.
+func fmix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+const golden = 0x9E3779B97F4A7C15
+
+// Salt returns the per-filter salt added to the key hash, so that the filters
+// of one chain use independent positions for the same key.
+func Salt(filter int) uint64 { return uint64(filter+1) * golden }
+
+// Positions writes the k counter indices of key hash h (already salted for
+// Blocked512 and Classic: pass h + Salt(i)) into pos. counters is the
+// filter's number of counters. It is the single definition of the index
+// derivation; the golden vectors in the tests pin it because it is part of
+// the file format.
+func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
+	switch l {
+	case Blocked512:
+		g := fmix64(h)
+		base, _ := bits.Mul64(g, counters/BlockCounters)
+		base *= BlockCounters
+		x := fmix64(g ^ golden)
+		for j := 0; j < k; j++ {
+			if j > 0 && j%9 == 0 {
+				x = fmix64(x)
+			}
+			pos[j] = base + x&(BlockCounters-1)
+			x >>= 7
+		}
+	case Classic:
+		h1 := fmix64(h)
+		h2 := fmix64(h1^golden) | 1
+		for j := 0; j < k; j++ {
+			pos[j], _ = bits.Mul64(h1+uint64(j)*h2, counters)
+		}
+	case Partitioned:
+		cpf := counters / uint64(k)
+		h1, h2 := uint32(h), uint32(h>>32)
+		for j := 0; j < k; j++ {
+			pos[j] = uint64((h1+uint32(j)*h2)%uint32(cpf)) + uint64(j)*cpf
+		}
+	}
+}
+
+// Size returns the number of counters and the k that a filter of layout l
+// needs to hold n keys at false-positive rate p.
+func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
+	if n == 0 || !(p > 0 && p < 1) {
+		return 0, 0, fmt.Errorf("%w: capacity %d, error rate %v", ErrSize, n, p)
+	}
+	fn := float64(n)
+	switch l {
+	case Classic, Partitioned:
+		m := math.Ceil(-fn * math.Log(p) / (math.Ln2 * math.Ln2))
+		k = int(math.Round(m / fn * math.Ln2))
+		k = max(1, min(k, MaxK))
+		if l == Partitioned {
+			m = math.Ceil(m/float64(k)) * float64(k)
+		}
+		counters = uint64(m)
+		if m > float64(header.MaxFileSize) {
+			return 0, 0, fmt.Errorf("%w: %v counters", ErrSize, m)
+		}
+	case Blocked512:
+		best := math.Inf(1)
+		for kk := 1; kk <= MaxK; kk++ {
+			b := blocksFor(fn, p, kk)
+			if b < best {
+				best, k = b, kk
+			}
+		}
+		if best*BlockCounters > float64(header.MaxFileSize) {
+			return 0, 0, fmt.Errorf("%w: capacity %d at error rate %v needs %v counters", ErrSize, n, p, best*BlockCounters)
+		}
+		counters = uint64(best) * BlockCounters
+	default:
+		return 0, 0, fmt.Errorf("%w: unknown layout %d", ErrSize, l)
+	}
+	if counters == 0 {
+		return 0, 0, fmt.Errorf("%w: zero counters", ErrSize)
+	}
+	return counters, k, nil
+}
+
+// BlockedFPR is the expected false-positive rate of a Blocked512 filter with
+// the given number of blocks holding n keys with k counters each.
+func BlockedFPR(n, blocks float64, k int) float64 {
+	lambda := n / blocks
+	q := math.Log1p(-1.0 / BlockCounters) // ln(1-1/128)
+	// Poisson terms computed in log space, summed over mean ± 12 sd.
+	lo := max(0, int(lambda-12*math.Sqrt(lambda)-5))
+	hi := int(lambda+12*math.Sqrt(lambda)) + 20
+	sum := 0.0
+	for i := lo; i <= hi; i++ {
+		lg, _ := math.Lgamma(float64(i) + 1)
+		pi := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
+		sum += pi * math.Pow(-math.Expm1(float64(k*i)*q), float64(k))
+	}
+	return sum
+}
+
+// blocksFor returns the fewest blocks giving BlockedFPR ≤ p with k counters.
+func blocksFor(n, p float64, k int) float64 {
+	lo, hi := 1.0, math.Max(2, n)
+	for BlockedFPR(n, hi, k) > p {
+		lo, hi = hi, hi*2
+		if hi > 1<<40 {
+			return math.Inf(1)
+		}
+	}
+	if BlockedFPR(n, lo, k) <= p {
+		return lo
+	}
+	for hi-lo > 1 {
+		mid := math.Floor((lo + hi) / 2)
+		if BlockedFPR(n, mid, k) <= p {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// EstimateFPR returns the expected false-positive rate of a filter with the
+// given size holding n keys.
+func (l Layout) EstimateFPR(counters uint64, k int, n uint64) float64 {
+	if n == 0 {
+		return 0
+	}
+	if l == Blocked512 {
+		return BlockedFPR(float64(n), float64(counters/BlockCounters), k)
+	}
+	return math.Pow(-math.Expm1(-float64(k)*float64(n)/float64(counters)), float64(k))
+}

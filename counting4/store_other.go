@@ -1,0 +1,9 @@
+//go:build !(amd64 || 386) || race
+
+package counting4
+
+import "sync/atomic"
+
+// storeOrdered stores v at p with a release barrier, so that the record is
+// seen in program order relative to the counter updates around it.
+func storeOrdered(p *uint64, v uint64) { atomic.StoreUint64(p, v) }

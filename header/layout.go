@@ -1,0 +1,162 @@
+package header
+
+// File-level constants. Offsets are in bytes from the start of the file.
+const (
+	// PageSize is the unit of alignment of every region in the file.
+	PageSize = 4096
+	// LineSize is the size of a cache line; hot words are grouped in lines.
+	LineSize = 64
+
+	// MetaSize is the size of one metadata copy.
+	MetaSize = PageSize
+	// MetaAOffset and MetaBOffset are the offsets of the two metadata copies.
+	MetaAOffset = 0
+	MetaBOffset = PageSize
+
+	// HotOffset is the start of the global hot page.
+	HotOffset = 2 * PageSize
+	// StateOffset holds the state word: phase in bits 0-1, epoch in bits 2-63.
+	StateOffset = HotOffset + 0
+	// DiskSeqOffset holds disk_seqnum; meaningful only while the phase is clean.
+	DiskSeqOffset = HotOffset + 8
+	// PublishedOffset holds the number of published filters (atomic).
+	PublishedOffset = HotOffset + 16
+	// FlushCountOffset counts completed durable flushes (informational).
+	FlushCountOffset = HotOffset + 24
+	// BootIDOffset holds the 16-byte boot identity recorded with the dirty mark.
+	BootIDOffset = HotOffset + LineSize
+	// DirtySinceOffset holds the Unix time in nanoseconds of the dirty mark.
+	DirtySinceOffset = HotOffset + LineSize + 16
+	// CleanBootIDOffset holds the boot identity recorded at the last clean flush.
+	CleanBootIDOffset = HotOffset + LineSize + 24
+
+	// FilterLinesOffset is the start of the per-filter hot lines, one 64-byte
+	// line per directory entry.
+	FilterLinesOffset = 3 * PageSize
+	// Offsets within a filter line.
+	FilterItemsOff = 0  // int64: live item count (adds minus removes)
+	FilterMarkOff  = 8  // uint64: epoch of the dirty mark (bit 63: mark pending)
+	FilterMinIDOff = 16 // uint64: smallest id routed to the filter
+	FilterMaxIDOff = 24 // uint64: largest id routed to the filter
+
+	// SlotsOffset is the start of the writer slots.
+	SlotsOffset = 4 * PageSize
+	// SlotSize is the size of one writer slot: a header line and
+	// RecordsPerSlot in-flight operation records of one line each.
+	SlotSize       = 1024
+	RecordsPerSlot = SlotSize/LineSize - 1
+	// Offsets within a slot header line.
+	SlotOwnerOff     = 0  // uint64: random owner token, 0 = free
+	SlotPIDOff       = 8  // uint64: process id of the owner (informational)
+	SlotCompletedOff = 16 // uint64: modifications completed through this slot
+	SlotOpenedOff    = 24 // uint64: Unix nanoseconds when the slot was claimed
+	// Offsets within an in-flight record line.
+	RecOpOff      = 0  // uint64: 0 idle, else op type | filter<<8 | seq<<24
+	RecHashOff    = 8  // uint64: key hash for the filter's hash algorithm
+	RecChangedOff = 16 // uint64: bit j set: position j's counter was changed
+	RecDoubtOff   = 24 // uint64: bit j set: position j's CAS may or may not have happened
+
+	// MaxFilters is the number of directory entries in a metadata copy.
+	MaxFilters = 64
+	// NumSlots is the number of writer slots in a file.
+	NumSlots = 64
+	// DataOffset is where the first filter's counters start.
+	DataOffset = SlotsOffset + NumSlots*SlotSize
+	// MaxK is the largest number of hash functions a filter may use.
+	MaxK = 64
+	// MaxFileSize bounds every offset and length (1 TiB).
+	MaxFileSize = 1 << 40
+)
+
+// Operation types in an in-flight record.
+const (
+	OpAdd    = 1
+	OpRemove = 2
+)
+
+// Phases of the state word.
+const (
+	PhaseClean    = 0 // disk_seqnum is valid: the file equals the last durable flush
+	PhaseMarking  = 1 // a writer is making the dirty mark durable
+	PhaseDirty    = 2 // changed (or may change) since the last durable flush
+	PhaseFlushing = 3 // a flush froze the writers and is syncing
+)
+
+// Hash algorithm identifiers.
+const (
+	HashXXH64Seeded = 1 // xxhash64 of the key with the file's seed
+	HashMurmur3Orig = 2 // MurmurHash3 x64/128, seed 0x97c29b3a, first word (dablooms 0.9.1)
+)
+
+// Counter layout identifiers.
+const (
+	// LayoutBlocked512 places all k counters of a key in one 64-byte block
+	// of 128 counters chosen by fastrange.
+	LayoutBlocked512 = 1
+	// LayoutClassic spreads the k counters over the whole filter by double hashing.
+	LayoutClassic = 2
+	// LayoutPartitioned is dablooms 0.9.1's: k partitions of cpf counters,
+	// index (uint32)(h1+j*h2) % cpf + j*cpf.
+	LayoutPartitioned = 3
+)
+
+// Metadata copy field offsets (relative to the start of a copy).
+const (
+	offMagic      = 0   // [8]byte Magic
+	offMajor      = 8   // uint16
+	offMinor      = 10  // uint16
+	offMetaSize   = 12  // uint32, MetaSize
+	offFlags      = 16  // uint64, required feature flags
+	offGeneration = 24  // uint64
+	offCapacity   = 32  // uint64
+	offErrorRate  = 40  // float64
+	offGrowth     = 48  // float64
+	offTighten    = 56  // float64
+	offSeed       = 64  // uint64
+	offHashID     = 72  // uint32
+	offLayoutID   = 76  // uint32
+	offMaxFilters = 80  // uint32
+	offNumSlots   = 84  // uint32
+	offSlotSize   = 88  // uint32
+	offRecords    = 92  // uint32
+	offDataOffset = 96  // uint64
+	offNumFilters = 104 // uint32
+	offCreated    = 112 // uint64, Unix nanoseconds
+	offDirectory  = 256
+	entrySize     = 56
+	offChecksum   = MetaSize - 4 // uint32 CRC-32C of bytes [0, offChecksum)
+
+	// Directory entry field offsets.
+	entFirstID   = 0  // uint64
+	entCapacity  = 8  // uint64
+	entCounters  = 16 // uint64
+	entOffset    = 24 // uint64
+	entLength    = 32 // uint64
+	entErrorRate = 40 // float64
+	entK         = 48 // uint16
+	entHashID    = 50 // uint8
+	entLayoutID  = 51 // uint8
+)
+
+// Magic identifies a dablooms file.
+var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
+
+// Version of the format written by this package. A file with another major
+// version is refused; a newer minor version is read.
+const (
+	VersionMajor = 1
+	VersionMinor = 0
+)
+
+// KnownFlags is the set of feature flags this version understands; a file
+// with any other flag set is refused.
+const KnownFlags uint64 = 0
+
+// FilterLineOffset returns the offset of filter i's hot line.
+func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }
+
+// SlotOffset returns the offset of writer slot s.
+func SlotOffset(s int) int64 { return SlotsOffset + int64(s)*SlotSize }
+
+// RecordOffset returns the offset of record r of writer slot s.
+func RecordOffset(s, r int) int64 { return SlotOffset(s) + int64(r+1)*LineSize }

@@ -1,0 +1,287 @@
+package header
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Params are the parameters a file was created with. They are stored in the
+// file so that reopening needs nothing from the caller.
+type Params struct {
+	Capacity        uint64  // items in the first filter
+	ErrorRate       float64 // bound on the false-positive rate of the whole chain
+	GrowthFactor    float64 // capacity of filter i+1 = capacity of filter i × growth
+	TighteningRatio float64 // error target of filter i+1 = that of filter i × ratio
+	Seed            uint64  // hash seed
+	HashID          uint32  // hash algorithm for new filters
+	LayoutID        uint32  // counter layout for new filters
+}
+
+// FilterDesc is one directory entry: where a filter lives and how it hashes.
+type FilterDesc struct {
+	FirstID   uint64  // first id routed to the filter when it was created
+	Capacity  uint64  // items the filter was sized for
+	Counters  uint64  // number of 4-bit counters
+	Offset    int64   // byte offset of the counters, page-aligned
+	Length    int64   // bytes reserved for the counters, page-aligned
+	ErrorRate float64 // false-positive target of this filter at capacity
+	K         int     // counters per key
+	HashID    uint8
+	LayoutID  uint8
+}
+
+// Meta is a decoded metadata copy.
+type Meta struct {
+	Major, Minor uint16
+	Flags        uint64
+	Generation   uint64
+	Params       Params
+	Created      int64 // Unix nanoseconds
+	Filters      []FilterDesc
+}
+
+// End returns the file size the directory implies: the end of the last filter,
+// or DataOffset when there is none.
+func (m *Meta) End() int64 {
+	if n := len(m.Filters); n > 0 {
+		return m.Filters[n-1].Offset + m.Filters[n-1].Length
+	}
+	return DataOffset
+}
+
+// Encode writes m into dst, which must be MetaSize bytes, and seals it with a
+// checksum. It does not validate m; callers build m from validated values.
+func Encode(dst []byte, m *Meta) {
+	_ = dst[MetaSize-1]
+	clear(dst[:MetaSize])
+	le := binary.LittleEndian
+	copy(dst[offMagic:], Magic[:])
+	le.PutUint16(dst[offMajor:], VersionMajor)
+	le.PutUint16(dst[offMinor:], VersionMinor)
+	le.PutUint32(dst[offMetaSize:], MetaSize)
+	le.PutUint64(dst[offFlags:], m.Flags)
+	le.PutUint64(dst[offGeneration:], m.Generation)
+	p := &m.Params
+	le.PutUint64(dst[offCapacity:], p.Capacity)
+	le.PutUint64(dst[offErrorRate:], math.Float64bits(p.ErrorRate))
+	le.PutUint64(dst[offGrowth:], math.Float64bits(p.GrowthFactor))
+	le.PutUint64(dst[offTighten:], math.Float64bits(p.TighteningRatio))
+	le.PutUint64(dst[offSeed:], p.Seed)
+	le.PutUint32(dst[offHashID:], p.HashID)
+	le.PutUint32(dst[offLayoutID:], p.LayoutID)
+	le.PutUint32(dst[offMaxFilters:], MaxFilters)
+	le.PutUint32(dst[offNumSlots:], NumSlots)
+	le.PutUint32(dst[offSlotSize:], SlotSize)
+	le.PutUint32(dst[offRecords:], RecordsPerSlot)
+	le.PutUint64(dst[offDataOffset:], DataOffset)
+	le.PutUint32(dst[offNumFilters:], uint32(len(m.Filters)))
+	le.PutUint64(dst[offCreated:], uint64(m.Created))
+	for i, f := range m.Filters {
+		e := dst[offDirectory+i*entrySize:]
+		le.PutUint64(e[entFirstID:], f.FirstID)
+		le.PutUint64(e[entCapacity:], f.Capacity)
+		le.PutUint64(e[entCounters:], f.Counters)
+		le.PutUint64(e[entOffset:], uint64(f.Offset))
+		le.PutUint64(e[entLength:], uint64(f.Length))
+		le.PutUint64(e[entErrorRate:], math.Float64bits(f.ErrorRate))
+		le.PutUint16(e[entK:], uint16(f.K))
+		e[entHashID] = f.HashID
+		e[entLayoutID] = f.LayoutID
+	}
+	le.PutUint32(dst[offChecksum:], crc32.Checksum(dst[:offChecksum], castagnoli))
+}
+
+// Checksum returns the checksum stored in a copy and the one its bytes have.
+func Checksum(b []byte) (stored, actual uint32) {
+	return binary.LittleEndian.Uint32(b[offChecksum:]), crc32.Checksum(b[:offChecksum], castagnoli)
+}
+
+// Decode parses and validates one metadata copy found at file offset base in
+// a file of fileSize bytes. The directory must fit in fileSize; pass
+// fileSize < 0 to skip that check (a copy is then validated on its own).
+func Decode(b []byte, base, fileSize int64) (*Meta, error) {
+	if len(b) < MetaSize {
+		return nil, corrupt(ErrNotDablooms, base, -1, "metadata", "only %d bytes, need %d", len(b), MetaSize)
+	}
+	b = b[:MetaSize]
+	le := binary.LittleEndian
+	if [8]byte(b[offMagic:offMagic+8]) != Magic {
+		return nil, corrupt(ErrNotDablooms, base+offMagic, -1, "magic", "got %q", b[offMagic:offMagic+8])
+	}
+	if stored, actual := Checksum(b); stored != actual {
+		return nil, corrupt(ErrChecksum, base+offChecksum, -1, "checksum", "stored %08x, computed %08x", stored, actual)
+	}
+	m := &Meta{
+		Major:      le.Uint16(b[offMajor:]),
+		Minor:      le.Uint16(b[offMinor:]),
+		Flags:      le.Uint64(b[offFlags:]),
+		Generation: le.Uint64(b[offGeneration:]),
+		Created:    int64(le.Uint64(b[offCreated:])),
+	}
+	if m.Major != VersionMajor {
+		return nil, corrupt(ErrVersion, base+offMajor, -1, "version", "major version %d, this library reads %d", m.Major, VersionMajor)
+	}
+	if m.Flags&^KnownFlags != 0 {
+		return nil, corrupt(ErrVersion, base+offFlags, -1, "flags", "unknown feature flags %#x", m.Flags&^KnownFlags)
+	}
+	type u32field struct {
+		off  int64
+		name string
+		want uint32
+	}
+	for _, f := range []u32field{
+		{offMetaSize, "meta size", MetaSize}, {offMaxFilters, "max filters", MaxFilters},
+		{offNumSlots, "slot count", NumSlots}, {offSlotSize, "slot size", SlotSize},
+		{offRecords, "records per slot", RecordsPerSlot},
+	} {
+		if v := le.Uint32(b[f.off:]); v != f.want {
+			return nil, corrupt(ErrCorrupt, base+f.off, -1, f.name, "%d, expected %d", v, f.want)
+		}
+	}
+	if v := le.Uint64(b[offDataOffset:]); v != DataOffset {
+		return nil, corrupt(ErrCorrupt, base+offDataOffset, -1, "data offset", "%d, expected %d", v, DataOffset)
+	}
+	p := &m.Params
+	p.Capacity = le.Uint64(b[offCapacity:])
+	p.ErrorRate = math.Float64frombits(le.Uint64(b[offErrorRate:]))
+	p.GrowthFactor = math.Float64frombits(le.Uint64(b[offGrowth:]))
+	p.TighteningRatio = math.Float64frombits(le.Uint64(b[offTighten:]))
+	p.Seed = le.Uint64(b[offSeed:])
+	p.HashID = le.Uint32(b[offHashID:])
+	p.LayoutID = le.Uint32(b[offLayoutID:])
+	if err := ValidateParams(p); err != nil {
+		ce := err.(*CorruptionError)
+		ce.Offset += base
+		return nil, ce
+	}
+	n := le.Uint32(b[offNumFilters:])
+	if n > MaxFilters {
+		return nil, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d exceeds %d", n, MaxFilters)
+	}
+	m.Filters = make([]FilterDesc, n)
+	prevEnd := int64(DataOffset)
+	for i := range m.Filters {
+		eoff := int64(offDirectory + i*entrySize)
+		e := b[eoff:]
+		f := FilterDesc{
+			FirstID:   le.Uint64(e[entFirstID:]),
+			Capacity:  le.Uint64(e[entCapacity:]),
+			Counters:  le.Uint64(e[entCounters:]),
+			ErrorRate: math.Float64frombits(le.Uint64(e[entErrorRate:])),
+			K:         int(le.Uint16(e[entK:])),
+			HashID:    e[entHashID],
+			LayoutID:  e[entLayoutID],
+		}
+		off, length := le.Uint64(e[entOffset:]), le.Uint64(e[entLength:])
+		at := base + eoff
+		switch {
+		case off > MaxFileSize || length > MaxFileSize:
+			return nil, corrupt(ErrCorrupt, at+entOffset, i, "offset/length", "offset %d length %d beyond the largest file", off, length)
+		case int64(off) != prevEnd:
+			return nil, corrupt(ErrCorrupt, at+entOffset, i, "offset", "%d, expected %d (filters are contiguous)", off, prevEnd)
+		case off%PageSize != 0 || length%PageSize != 0 || length == 0:
+			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "offset %d length %d not page-aligned or empty", off, length)
+		}
+		f.Offset, f.Length = int64(off), int64(length)
+		prevEnd = f.Offset + f.Length // no overflow: both ≤ 2^40
+		if prevEnd > MaxFileSize {
+			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, beyond the largest file", prevEnd)
+		}
+		if fileSize >= 0 && prevEnd > fileSize {
+			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, file has %d bytes", prevEnd, fileSize)
+		}
+		if err := validateEntry(&f); err != nil {
+			ce := err.(*CorruptionError)
+			ce.Offset, ce.Filter = at+ce.Offset, i
+			return nil, ce
+		}
+		m.Filters[i] = f
+	}
+	// Unused directory entries must be zero, so stale data can't be mistaken.
+	for i := int(n); i < MaxFilters; i++ {
+		e := b[offDirectory+i*entrySize : offDirectory+(i+1)*entrySize]
+		for _, c := range e {
+			if c != 0 {
+				return nil, corrupt(ErrCorrupt, base+int64(offDirectory+i*entrySize), i, "directory", "unused entry is not zero")
+			}
+		}
+	}
+	return m, nil
+}
+
+func validateEntry(f *FilterDesc) error {
+	switch {
+	case f.K < 1 || f.K > MaxK:
+		return corrupt(ErrCorrupt, entK, -1, "k", "%d outside [1, %d]", f.K, MaxK)
+	case f.Capacity == 0:
+		return corrupt(ErrCorrupt, entCapacity, -1, "capacity", "zero")
+	case !(f.ErrorRate > 0 && f.ErrorRate < 1):
+		return corrupt(ErrCorrupt, entErrorRate, -1, "error rate", "%v outside (0, 1)", f.ErrorRate)
+	case f.HashID != HashXXH64Seeded && f.HashID != HashMurmur3Orig:
+		return corrupt(ErrCorrupt, entHashID, -1, "hash id", "unknown hash %d", f.HashID)
+	case f.LayoutID < LayoutBlocked512 || f.LayoutID > LayoutPartitioned:
+		return corrupt(ErrCorrupt, entLayoutID, -1, "layout id", "unknown layout %d", f.LayoutID)
+	case f.Counters == 0 || f.Counters > uint64(f.Length)*2:
+		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d counters do not fit in %d bytes", f.Counters, f.Length)
+	case f.LayoutID == LayoutBlocked512 && f.Counters%128 != 0:
+		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d is not a whole number of 128-counter blocks", f.Counters)
+	case f.LayoutID == LayoutPartitioned && (f.Counters%uint64(f.K) != 0 || f.Counters/uint64(f.K) > math.MaxUint32):
+		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d is not k=%d partitions of at most 2^32 counters", f.Counters, f.K)
+	}
+	return nil
+}
+
+// ValidateParams checks file parameters. Errors are *CorruptionError with
+// offsets relative to the start of a metadata copy.
+func ValidateParams(p *Params) error {
+	switch {
+	case p.Capacity == 0 || p.Capacity > MaxFileSize:
+		return corrupt(ErrCorrupt, offCapacity, -1, "capacity", "%d outside [1, 2^40]", p.Capacity)
+	case !(p.ErrorRate > 0 && p.ErrorRate < 1):
+		return corrupt(ErrCorrupt, offErrorRate, -1, "error rate", "%v outside (0, 1)", p.ErrorRate)
+	case !(p.GrowthFactor >= 1 && p.GrowthFactor <= 1024):
+		return corrupt(ErrCorrupt, offGrowth, -1, "growth factor", "%v outside [1, 1024]", p.GrowthFactor)
+	case !(p.TighteningRatio > 0 && p.TighteningRatio < 1):
+		return corrupt(ErrCorrupt, offTighten, -1, "tightening ratio", "%v outside (0, 1)", p.TighteningRatio)
+	case p.HashID != HashXXH64Seeded:
+		return corrupt(ErrCorrupt, offHashID, -1, "hash id", "new filters must use hash %d, got %d", HashXXH64Seeded, p.HashID)
+	case p.LayoutID != LayoutBlocked512 && p.LayoutID != LayoutClassic:
+		return corrupt(ErrCorrupt, offLayoutID, -1, "layout id", "new filters must use layout %d or %d, got %d", LayoutBlocked512, LayoutClassic, p.LayoutID)
+	}
+	return nil
+}
+
+// Pick decodes both copies from the first 2×MetaSize bytes of a file of
+// fileSize bytes and returns the valid one with the higher generation, and
+// which copy it was (0 = A, 1 = B). If only one copy is valid it is returned
+// with the other's error in bad. If neither is valid the error of copy A is
+// returned (or B's, if A's is only a checksum error and B's says more).
+func Pick(b []byte, fileSize int64) (m *Meta, which int, bad error, err error) {
+	if len(b) < 2*MetaSize || fileSize < DataOffset {
+		n := int64(len(b))
+		if fileSize >= 0 && fileSize < n {
+			n = fileSize
+		}
+		if n >= 8 && [8]byte(b[:8]) != Magic {
+			return nil, 0, nil, corrupt(ErrNotDablooms, 0, -1, "magic", "got %q", b[:8])
+		}
+		return nil, 0, nil, corrupt(ErrNotDablooms, 0, -1, "size", "file has %d bytes, a dablooms file has at least %d", n, DataOffset)
+	}
+	a, errA := Decode(b[MetaAOffset:], MetaAOffset, fileSize)
+	bm, errB := Decode(b[MetaBOffset:], MetaBOffset, fileSize)
+	switch {
+	case errA == nil && errB == nil:
+		if bm.Generation > a.Generation {
+			return bm, 1, nil, nil
+		}
+		return a, 0, nil, nil
+	case errA == nil:
+		return a, 0, errB, nil
+	case errB == nil:
+		return bm, 1, errA, nil
+	}
+	return nil, 0, nil, errA
+}

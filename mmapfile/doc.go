@@ -1,0 +1,16 @@
+// Package mmapfile maps a file shared (MAP_SHARED) into memory, or provides a
+// heap-backed region with the same interface. It knows nothing of filters.
+//
+// A File reserves address space beyond the file's size when it maps it, so
+// the file can grow (with fallocate, so a full disk is an error now and never
+// a SIGBUS later) without remapping: slices handed out stay valid for the
+// life of the File. Sync makes a byte range durable with msync(MS_SYNC) and
+// fsync. Create refuses to overwrite an existing file unless asked and fsyncs
+// the directory. Byte-range locks are Linux open-file-description locks
+// (F_OFD_SETLK), which belong to the open file and are released by the kernel
+// when the process dies, and are not dropped when another descriptor of the
+// same file is closed (as classic POSIX locks are).
+//
+// Memory mapped from a file is invisible to the race detector; Heap gives the
+// same interface over ordinary memory so concurrency tests can run under -race.
+package mmapfile

@@ -1,0 +1,345 @@
+package mmapfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	mmap "github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultReserve is the address space reserved for a mapping when the
+// options give none: the file can grow to this size without a remap.
+const DefaultReserve = 64 << 30
+
+// Options configure Create and Open. The zero value means the defaults.
+type Options struct {
+	ReadOnly       bool        // map read-only (Open only)
+	Overwrite      bool        // Create replaces an existing file
+	Reserve        int64       // address space to reserve; 0 = DefaultReserve
+	AllowNetworkFS bool        // allow files on network file systems
+	Failpoints     *Failpoints // failure injection for tests
+}
+
+// File is a file mapped MAP_SHARED.
+type File struct {
+	mu       sync.Mutex
+	f        *os.File
+	path     string
+	m        mmap.MMap // the whole reservation
+	size     int64
+	readOnly bool
+	closed   bool
+	fp       *Failpoints
+}
+
+// Create creates path with size bytes (all zero, blocks allocated), maps it
+// and fsyncs the directory. It refuses an existing file unless o.Overwrite.
+func Create(path string, size int64, o *Options) (*File, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	flag := os.O_RDWR | os.O_CREATE | os.O_EXCL
+	if o.Overwrite {
+		flag = os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	}
+	if err := checkFS(filepath.Dir(path), o.AllowNetworkFS); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("%w: %s", ErrExists, path)
+		}
+		return nil, err
+	}
+	mf := &File{f: f, path: path, fp: o.Failpoints}
+	fail := func(err error) (*File, error) {
+		mf.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	if err := mf.allocate(0, size); err != nil {
+		return fail(err)
+	}
+	mf.size = size
+	if err := mf.fsync(); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fail(err)
+	}
+	if err := mf.mapIt(o.Reserve); err != nil {
+		return fail(err)
+	}
+	return mf, nil
+}
+
+// Open maps an existing regular file.
+func Open(path string, o *Options) (*File, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	flag := os.O_RDWR
+	if o.ReadOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.Failpoints}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("mmapfile: %s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if err := checkFS(path, o.AllowNetworkFS); err != nil {
+		f.Close()
+		return nil, err
+	}
+	mf.size = fi.Size()
+	if err := mf.mapIt(o.Reserve); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return mf, nil
+}
+
+func (mf *File) mapIt(reserve int64) error {
+	if reserve <= 0 {
+		reserve = DefaultReserve
+	}
+	reserve = max(reserve, mf.size)
+	reserve = (reserve + PageSize() - 1) / PageSize() * PageSize()
+	if err := mf.fp.fail("mmap"); err != nil {
+		return fmt.Errorf("mmap %s: %w", mf.path, err)
+	}
+	prot := mmap.RDWR // mmap-go's own constant: MAP_SHARED, PROT_READ|PROT_WRITE
+	if mf.readOnly {
+		prot = mmap.RDONLY
+	}
+	m, err := mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
+	if err != nil {
+		return fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
+	}
+	mf.m = m
+	return nil
+}
+
+// PageSize is the operating system's page size.
+func PageSize() int64 { return int64(os.Getpagesize()) }
+
+// Path returns the file's path.
+func (mf *File) Path() string { return mf.path }
+
+// Fd returns the file descriptor (for locks).
+func (mf *File) Fd() int { return int(mf.f.Fd()) }
+
+func (mf *File) Size() int64 { mf.mu.Lock(); defer mf.mu.Unlock(); return mf.size }
+
+func (mf *File) ReadOnly() bool { return mf.readOnly }
+
+// Bytes returns n bytes at off; the range must lie within the reservation,
+// and memory past the file's current size must not be touched.
+func (mf *File) Bytes(off, n int64) ([]byte, error) {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed {
+		return nil, ErrClosed
+	}
+	if err := checkRange(off, n, int64(len(mf.m))); err != nil {
+		return nil, err
+	}
+	return mf.m[off : off+n : off+n], nil
+}
+
+func (mf *File) Words(off, n int64) ([]uint64, error) {
+	if off%8 != 0 {
+		return nil, fmt.Errorf("%w: offset %d not 8-byte aligned", ErrRange, off)
+	}
+	if n < 0 || n > int64(len(mf.m))/8 {
+		return nil, fmt.Errorf("%w: %d words", ErrRange, n)
+	}
+	b, err := mf.Bytes(off, n*8)
+	if err != nil {
+		return nil, err
+	}
+	return asWords(b), nil
+}
+
+// Refresh re-reads the file's size (another process may have grown it) and
+// returns it. The mapping needs no change while the size is within the
+// reservation.
+func (mf *File) Refresh() (int64, error) {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed {
+		return 0, ErrClosed
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(mf.Fd(), &st); err != nil {
+		return 0, err
+	}
+	if st.Size > int64(len(mf.m)) {
+		return 0, fmt.Errorf("%w: file grew to %d bytes, beyond the %d reserved; reopen it", ErrRange, st.Size, len(mf.m))
+	}
+	mf.size = st.Size
+	return st.Size, nil
+}
+
+// Grow extends the file to size bytes with fallocate, so the blocks exist on
+// disk: a full disk is an error here, never a SIGBUS later.
+func (mf *File) Grow(size int64) error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	switch {
+	case mf.closed:
+		return ErrClosed
+	case mf.readOnly:
+		return ErrReadOnly
+	case size > int64(len(mf.m)):
+		return fmt.Errorf("%w: growing to %d bytes exceeds the %d reserved; reopen with a larger reservation", ErrRange, size, len(mf.m))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(mf.Fd(), &st); err != nil {
+		return err
+	}
+	cur := max(st.Size, mf.size)
+	if size <= cur {
+		mf.size = cur
+		return nil
+	}
+	if err := mf.allocate(cur, size-cur); err != nil {
+		return err
+	}
+	mf.size = size
+	return nil
+}
+
+func (mf *File) allocate(off, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	if err := mf.fp.fail("fallocate"); err != nil {
+		return fmt.Errorf("fallocate %s: %w", mf.path, err)
+	}
+	if err := unix.Fallocate(mf.Fd(), 0, off, n); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+			// No fallocate on this file system: write zeros, which also
+			// allocates blocks and fails on a full disk.
+			return mf.writeZeros(off, n)
+		}
+		return fmt.Errorf("fallocate %s [%d, +%d): %w", mf.path, off, n, err)
+	}
+	return nil
+}
+
+func (mf *File) writeZeros(off, n int64) error {
+	buf := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		c := min(n, int64(len(buf)))
+		if _, err := mf.f.WriteAt(buf[:c], off); err != nil {
+			return fmt.Errorf("allocate %s: %w", mf.path, err)
+		}
+		off, n = off+c, n-c
+	}
+	return nil
+}
+
+// Sync makes [off, off+n) durable: msync(MS_SYNC) of the pages, then fsync.
+func (mf *File) Sync(off, n int64) error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed {
+		return ErrClosed
+	}
+	if mf.readOnly {
+		return ErrReadOnly
+	}
+	if err := checkRange(off, n, mf.size); err != nil {
+		return err
+	}
+	ps := PageSize()
+	start := off / ps * ps
+	end := min((off+n+ps-1)/ps*ps, int64(len(mf.m)))
+	if end > start {
+		if err := mf.fp.fail("msync"); err != nil {
+			return fmt.Errorf("msync %s: %w", mf.path, err)
+		}
+		if err := unix.Msync(mf.m[start:end], unix.MS_SYNC); err != nil {
+			return fmt.Errorf("msync %s: %w", mf.path, err)
+		}
+	}
+	return mf.fsync()
+}
+
+func (mf *File) fsync() error {
+	if err := mf.fp.fail("fsync"); err != nil {
+		return fmt.Errorf("fsync %s: %w", mf.path, err)
+	}
+	if err := unix.Fdatasync(mf.Fd()); err != nil {
+		return fmt.Errorf("fsync %s: %w", mf.path, err)
+	}
+	return nil
+}
+
+// Close unmaps and closes the file. It is idempotent.
+func (mf *File) Close() error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed {
+		return nil
+	}
+	mf.closed = true
+	var err error
+	if mf.m != nil {
+		err = mf.m.Unmap()
+		mf.m = nil
+	}
+	if cerr := mf.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory, making a create or rename in it durable.
+func SyncDir(dir string) error { return syncDir(dir) }
+
+// Guard runs fn with faults on memory access turned into an error, so that
+// reading a mapping whose file was truncated underneath returns ErrFault
+// instead of killing the process with SIGBUS.
+func Guard(fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			if re, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("%w at address %#x", ErrFault, re.Addr())
+				return
+			}
+			panic(r)
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,87 @@
+package mmapfile
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Region is a growable byte range that the store lives in.
+type Region interface {
+	// Size is the current size in bytes.
+	Size() int64
+	// Bytes returns n bytes at off; the slice stays valid until Close.
+	Bytes(off, n int64) ([]byte, error)
+	// Words returns n 64-bit words at off (8-byte aligned); valid until Close.
+	Words(off, n int64) ([]uint64, error)
+	// Grow extends the region to size bytes, all zero; it never shrinks.
+	Grow(size int64) error
+	// Sync makes [off, off+n) durable.
+	Sync(off, n int64) error
+	// ReadOnly reports whether writes are refused.
+	ReadOnly() bool
+	// Close releases the region; it is idempotent.
+	Close() error
+}
+
+// Errors.
+var (
+	ErrExists      = errors.New("mmapfile: file exists")
+	ErrReadOnly    = errors.New("mmapfile: region is read-only")
+	ErrClosed      = errors.New("mmapfile: region is closed")
+	ErrRange       = errors.New("mmapfile: range outside the region")
+	ErrNetworkFS   = errors.New("mmapfile: file is on a network file system")
+	ErrLockTimeout = errors.New("mmapfile: timed out waiting for a lock")
+	ErrFault       = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
+)
+
+// Failpoints inject failures in tests. A nil function never fails.
+type Failpoints struct {
+	Msync     func() error
+	Fsync     func() error
+	Fallocate func() error
+	Mmap      func() error
+}
+
+// fail runs the failpoint of the named operation, if any.
+func (fp *Failpoints) fail(op string) error {
+	if fp == nil {
+		return nil
+	}
+	var f func() error
+	switch op {
+	case "msync":
+		f = fp.Msync
+	case "fsync":
+		f = fp.Fsync
+	case "fallocate":
+		f = fp.Fallocate
+	case "mmap":
+		f = fp.Mmap
+	}
+	if f == nil {
+		return nil
+	}
+	return f()
+}
+
+func checkRange(off, n, size int64) error {
+	if off < 0 || n < 0 || off > size || n > size-off {
+		return fmt.Errorf("%w: [%d, +%d) of %d bytes", ErrRange, off, n, size)
+	}
+	return nil
+}
+
+func asWords(b []byte) []uint64 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+func asBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
+}

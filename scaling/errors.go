@@ -1,0 +1,71 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// Errors. The header package's sentinels (ErrNotDablooms, ErrVersion,
+// ErrChecksum, ErrCorrupt) and *header.CorruptionError are re-exported so
+// callers need import only this package.
+var (
+	ErrNotDablooms = header.ErrNotDablooms
+	ErrVersion     = header.ErrVersion
+	ErrChecksum    = header.ErrChecksum
+	ErrCorrupt     = header.ErrCorrupt
+
+	// ErrNotPresent: Remove found the key absent from every filter its id may route to; nothing changed.
+	ErrNotPresent = errors.New("dablooms: key not present in the filter for this id")
+	// ErrClosed: the Filter was closed.
+	ErrClosed = errors.New("dablooms: filter is closed")
+	// ErrReadOnly: a modification on a Filter opened read-only.
+	ErrReadOnly = errors.New("dablooms: filter is read-only")
+	// ErrInvalidOption: an option is out of range; the *OptionError names it.
+	ErrInvalidOption = errors.New("dablooms: invalid option")
+	// ErrFull: the chain has MaxFilters filters and the newest is full.
+	ErrFull = errors.New("dablooms: filter chain is full")
+	// ErrNoSlot: every writer slot is taken by a live handle or holds an interrupted operation.
+	ErrNoSlot = errors.New("dablooms: no free writer slot")
+	// ErrSyncFailed: an earlier sync of this handle failed; it no longer claims durability.
+	ErrSyncFailed = errors.New("dablooms: an earlier sync failed; reopen the file")
+	// ErrUnclean: the file needs attention before it can be trusted; *StateError says why.
+	ErrUnclean = errors.New("dablooms: file is not in a trustworthy state")
+	// ErrExists: Create found a file at the path and Overwrite was not set.
+	ErrExists = mmapfile.ErrExists
+	// ErrNetworkFS: the file is on a network file system and AllowNetworkFS was not set.
+	ErrNetworkFS = mmapfile.ErrNetworkFS
+	// ErrLockTimeout: a cross-process lock was not granted in time.
+	ErrLockTimeout = mmapfile.ErrLockTimeout
+)
+
+// CorruptionError locates a problem in a file; see header.CorruptionError.
+type CorruptionError = header.CorruptionError
+
+// OptionError names the option that is out of range.
+type OptionError struct {
+	Field  string
+	Value  any
+	Reason string
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("dablooms: invalid option %s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+func (e *OptionError) Unwrap() error { return ErrInvalidOption }
+
+// StateError is returned by Open when the file's condition is Interrupted or
+// Dirty and OpenOptions.AllowUnclean is not set. errors.Is(err, ErrUnclean).
+type StateError struct {
+	Condition Condition
+	Detail    string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("dablooms: file is %s: %s (run recovery, or open with AllowUnclean)", e.Condition, e.Detail)
+}
+
+func (e *StateError) Unwrap() error { return ErrUnclean }

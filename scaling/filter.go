@@ -1,0 +1,412 @@
+package scaling
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// Filter is a scalable counting Bloom filter stored in a file (or in memory).
+// All methods are safe for concurrent use by goroutines; several processes
+// may open the same file (see the package documentation).
+type Filter struct {
+	r       mmapfile.Region
+	file    *mmapfile.File // nil in memory mode
+	ro      bool
+	params  header.Params
+	timeout time.Duration
+	bootID  [16]byte
+
+	hot       []uint64 // words [HotOffset, DataOffset)
+	words     seqnum.Words
+	published *uint64
+
+	chain atomic.Pointer[chain]
+
+	mu         sync.Mutex // growth, meta, refresh, flush, close
+	metaWhich  int        // copy holding the newest generation
+	generation uint64
+
+	slot     int      // writer slot, -1 if read-only
+	slotWord []uint64 // the slot's 128 words
+	rec      [header.RecordsPerSlot]record
+
+	guards     [16]guard
+	closed     atomic.Bool
+	syncFailed atomic.Bool
+	closeErr   error
+	closeOnce  sync.Once
+}
+
+type guard struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// record is one in-flight operation record in the mapped slot.
+type record struct {
+	op      *uint64
+	hash    *uint64
+	changed *uint64
+	doubt   *uint64
+}
+
+// Create creates a new file at path with the given options (nil = defaults)
+// and opens it read-write. It refuses an existing file unless opts.Overwrite.
+func Create(path string, opts *Options) (*Filter, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, first, err := newParams(&o)
+	if err != nil {
+		return nil, err
+	}
+	mf, err := mmapfile.Create(path, first.Offset+first.Length, &mmapfile.Options{
+		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f, err := create(mf, mf, p, first, &o)
+	if err != nil {
+		mf.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+// NewMemory returns a Filter with the same behaviour held in ordinary memory:
+// nothing is written to disk, and the race detector sees every access.
+func NewMemory(opts *Options) (*Filter, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, first, err := newParams(&o)
+	if err != nil {
+		return nil, err
+	}
+	return create(mmapfile.NewHeap(first.Offset+first.Length), nil, p, first, &o)
+}
+
+// CreateRegion initialises a new store in an empty region r of at least
+// header.DataOffset bytes (for custom storage, such as the crash model in
+// the tests). The region must be zero.
+func CreateRegion(r mmapfile.Region, opts *Options) (*Filter, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p, first, err := newParams(&o)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Grow(first.Offset + first.Length); err != nil {
+		return nil, err
+	}
+	return create(r, nil, p, first, &o)
+}
+
+func newParams(o *Options) (*header.Params, header.FilterDesc, error) {
+	p := &header.Params{
+		Capacity: o.Capacity, ErrorRate: o.ErrorRate, GrowthFactor: o.GrowthFactor,
+		TighteningRatio: o.TighteningRatio, Seed: o.Seed,
+		HashID: header.HashXXH64Seeded, LayoutID: uint32(o.Layout),
+	}
+	if p.Seed == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		p.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	if err := header.ValidateParams(p); err != nil {
+		return nil, header.FilterDesc{}, err
+	}
+	first, err := describe(p, 0, header.DataOffset, 0)
+	return p, first, err
+}
+
+func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header.FilterDesc, o *Options) (*Filter, error) {
+	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: []header.FilterDesc{first}}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
+	if err := f.setBootID(o.BootID); err != nil {
+		return nil, err
+	}
+	if err := f.mapHot(); err != nil {
+		return nil, err
+	}
+	// Initial state: clean at epoch 1, disk_seqnum 0 = mem_seqnum 0.
+	atomic.StoreUint64(f.words.State, seqnum.Pack(1, seqnum.Clean))
+	f.initFilterLine(0)
+	if err := f.writeMeta(m); err != nil {
+		return nil, err
+	}
+	atomic.StoreUint64(f.published, 1)
+	if err := f.r.Sync(header.HotOffset, header.DataOffset-header.HotOffset); err != nil {
+		return nil, err
+	}
+	if err := f.loadChain(m); err != nil {
+		return nil, err
+	}
+	if err := f.claimSlot(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Open opens an existing file. Its parameters come from the file.
+func Open(path string, opts *OpenOptions) (*Filter, error) {
+	var o OpenOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout < 0 || o.Reserve < 0 {
+		return nil, &OptionError{Field: "LockTimeout/Reserve", Value: o.LockTimeout, Reason: "must not be negative"}
+	}
+	mf, err := mmapfile.Open(path, &mmapfile.Options{
+		ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+	})
+	if err != nil {
+		return nil, err
+	}
+	f, err := open(mf, mf, &o)
+	if err != nil {
+		mf.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// OpenRegion opens a store in an existing region (see CreateRegion).
+func OpenRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
+	var o OpenOptions
+	if opts != nil {
+		o = *opts
+	}
+	return open(r, nil, &o)
+}
+
+func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1}
+	if f.timeout == 0 {
+		f.timeout = DefaultLockTimeout
+	}
+	if err := f.setBootID(o.BootID); err != nil {
+		return nil, err
+	}
+	var m *header.Meta
+	err := mmapfile.Guard(func() error {
+		var err error
+		m, err = f.readMeta()
+		if err != nil {
+			return err
+		}
+		return f.mapHot()
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.params = m.Params
+	if err := f.validateHot(m); err != nil {
+		return nil, err
+	}
+	if err := f.loadChain(m); err != nil {
+		return nil, err
+	}
+	if !f.ro {
+		if err := f.claimSlot(); err != nil {
+			return nil, err
+		}
+	}
+	if !o.AllowUnclean {
+		if c, why := f.condition(); c == Interrupted || c == Dirty {
+			f.Close()
+			return nil, &StateError{Condition: c, Detail: why}
+		}
+	}
+	return f, nil
+}
+
+func (f *Filter) setBootID(s string) error {
+	if s == "" {
+		var err error
+		s, err = systemBootID()
+		if err != nil {
+			return err
+		}
+	}
+	copy(f.bootID[:], s)
+	if len(s) > 16 {
+		// A UUID string: keep its 16 bytes of entropy.
+		var b [16]byte
+		n := 0
+		for i := 0; i+1 < len(s) && n < 16; i++ {
+			if hexv(s[i]) >= 0 && hexv(s[i+1]) >= 0 {
+				b[n] = byte(hexv(s[i])<<4 | hexv(s[i+1]))
+				n++
+				i++
+			}
+		}
+		f.bootID = b
+	}
+	return nil
+}
+
+func hexv(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+func systemBootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		// Without a boot identity every unflushed file counts as dirty: safe.
+		return "unknown-boot", nil
+	}
+	return string(b), nil
+}
+
+// readMeta picks the newest valid metadata copy.
+func (f *Filter) readMeta() (*header.Meta, error) {
+	size := f.r.Size()
+	if f.file != nil {
+		s, err := f.file.Refresh()
+		if err != nil {
+			return nil, err
+		}
+		size = s
+	}
+	n := min(size, 2*header.MetaSize)
+	b, err := f.r.Bytes(0, n)
+	if err != nil {
+		return nil, err
+	}
+	m, which, _, err := header.Pick(b, size)
+	if err != nil {
+		return nil, err
+	}
+	f.metaWhich, f.generation = which, m.Generation
+	return m, nil
+}
+
+func (f *Filter) mapHot() error {
+	w, err := f.r.Words(header.HotOffset, (header.DataOffset-header.HotOffset)/8)
+	if err != nil {
+		return err
+	}
+	f.hot = w
+	f.words = seqnum.Words{State: f.hotWord(header.StateOffset), Disk: f.hotWord(header.DiskSeqOffset)}
+	f.published = f.hotWord(header.PublishedOffset)
+	return nil
+}
+
+func (f *Filter) hotWord(off int64) *uint64 { return &f.hot[(off-header.HotOffset)/8] }
+
+func (f *Filter) filterWord(i int, field int64) *uint64 {
+	return f.hotWord(header.FilterLineOffset(i) + field)
+}
+
+func (f *Filter) initFilterLine(i int) {
+	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), ^uint64(0))
+	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), 0)
+}
+
+// validateHot checks the hot words against the directory: they are hostile
+// input too.
+func (f *Filter) validateHot(m *header.Meta) error {
+	st := atomic.LoadUint64(f.words.State)
+	if ep, _ := seqnum.Unpack(st); ep == 0 {
+		return &header.CorruptionError{Offset: header.StateOffset, Filter: -1, Field: "state", Reason: "epoch 0", Err: header.ErrCorrupt}
+	}
+	if pub := atomic.LoadUint64(f.published); pub > header.MaxFilters {
+		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}
+	}
+	for i := range m.Filters {
+		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOff))); items < 0 {
+			return &header.CorruptionError{Offset: header.FilterLineOffset(i), Filter: i, Field: "items", Reason: fmt.Sprintf("negative item count %d", items), Err: header.ErrCorrupt}
+		}
+	}
+	return nil
+}
+
+// writeMeta writes m to both copies, the older first, syncing each before the
+// other is touched, so one copy is always whole.
+func (f *Filter) writeMeta(m *header.Meta) error {
+	for range 2 {
+		target := 1 - f.metaWhich
+		if f.generation == 0 {
+			target = 0
+		}
+		m.Generation = f.generation + 1
+		off := int64(header.MetaAOffset)
+		if target == 1 {
+			off = header.MetaBOffset
+		}
+		b, err := f.r.Bytes(off, header.MetaSize)
+		if err != nil {
+			return err
+		}
+		header.Encode(b, m)
+		if err := f.sync(off, header.MetaSize); err != nil {
+			return err
+		}
+		f.metaWhich, f.generation = target, m.Generation
+	}
+	return nil
+}
+
+func (f *Filter) sync(off, n int64) error {
+	if err := f.r.Sync(off, n); err != nil {
+		f.syncFailed.Store(true)
+		return err
+	}
+	return nil
+}
+
+// Close releases the writer slot and the mapping. It does not flush: call
+// Flush first to make the changes durable. Close is idempotent.
+func (f *Filter) Close() error {
+	f.closeOnce.Do(func() {
+		f.closed.Store(true)
+		for i := range f.guards {
+			for f.guards[i].n.Load() != 0 {
+				time.Sleep(10 * time.Microsecond)
+			}
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.releaseSlot()
+		f.closeErr = f.r.Close()
+	})
+	return f.closeErr
+}
+
+// enter registers an operation so that Close waits for it; it fails once
+// the Filter is closed.
+func (f *Filter) enter(h uint64) (*guard, error) {
+	g := &f.guards[h&15]
+	g.n.Add(1)
+	if f.closed.Load() {
+		g.n.Add(-1)
+		return nil, ErrClosed
+	}
+	return g, nil
+}

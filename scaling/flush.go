@@ -1,0 +1,100 @@
+package scaling
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// Flush makes everything written so far, by every handle and process, durable
+// (msync and fsync of the whole file). If no modification was in flight
+// anywhere while it synced, it also marks the file clean: disk_seqnum becomes
+// mem_seqnum. Otherwise the data is durable but the file stays marked dirty,
+// because a concurrent writer may already have changed it again.
+//
+// A failed sync is returned, and from then on this handle never marks the
+// file clean (the kernel may have dropped the pages it failed to write).
+func (f *Filter) Flush() error {
+	if f.closed.Load() {
+		return ErrClosed
+	}
+	if f.ro {
+		return ErrReadOnly
+	}
+	if f.syncFailed.Load() {
+		return ErrSyncFailed
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	size := f.r.Size()
+	ep, clean, ok := f.words.BeginFlush()
+	if clean {
+		return f.sync(0, size)
+	}
+	if !ok {
+		return f.sync(0, size)
+	}
+	if f.anyInFlight() {
+		f.words.AbortFlush(ep)
+		return f.sync(0, size)
+	}
+	mem := f.memSum()
+	if err := f.sync(0, size); err != nil {
+		f.words.AbortFlush(ep)
+		return err
+	}
+	if f.words.EndFlush(ep, mem) {
+		atomic.AddUint64(f.hotWord(header.FlushCountOffset), 1)
+		atomic.StoreUint64(f.hotWord(header.CleanBootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
+		if err := f.sync(header.HotOffset, header.PageSize); err != nil {
+			return fmt.Errorf("recording the clean state: %w", err)
+		}
+	}
+	return nil
+}
+
+// forEachRecord calls fn with the op word of every record of every slot.
+func (f *Filter) forEachRecord(fn func(slot int, op uint64)) {
+	for s := 0; s < header.NumSlots; s++ {
+		for r := 0; r < header.RecordsPerSlot; r++ {
+			fn(s, atomic.LoadUint64(f.hotWord(header.RecordOffset(s, r)+header.RecOpOff)))
+		}
+	}
+}
+
+func (f *Filter) anyInFlight() bool {
+	busy := false
+	f.forEachRecord(func(_ int, op uint64) {
+		if op&opTypeMask != 0 {
+			busy = true
+		}
+	})
+	return busy
+}
+
+func (f *Filter) memSum() uint64 {
+	var s uint64
+	f.forEachRecord(func(_ int, op uint64) { s += op >> opCountShift })
+	return s
+}
+
+// MemSeqnum returns mem_seqnum: the number of modifications completed on the
+// file by every handle, or 0 while one is in progress or was interrupted.
+func (f *Filter) MemSeqnum() uint64 {
+	if f.closed.Load() {
+		return 0
+	}
+	return seqnum.Mem([]uint64{f.memSum()}, f.anyInFlight())
+}
+
+// DiskSeqnum returns disk_seqnum: the mem_seqnum at the last durable Flush
+// that marked the file clean, or 0 if it has changed since.
+func (f *Filter) DiskSeqnum() uint64 {
+	if f.closed.Load() {
+		return 0
+	}
+	return f.words.DiskSeqnum()
+}

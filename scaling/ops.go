@@ -1,0 +1,235 @@
+package scaling
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/seqnum"
+	"github.com/twmb/murmur3"
+)
+
+// MurmurSeed is the seed of the original dablooms' MurmurHash3.
+const MurmurSeed = 0x97c29b3a
+
+// HashKey is the native key hash of a file with the given seed: xxhash64 of
+// the key with the seed. It is part of the file format.
+func HashKey(seed uint64, key []byte) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(seed)
+	d.Write(key)
+	return d.Sum64()
+}
+
+// HashKeyOriginal is the original dablooms' key hash: the first 64-bit word
+// of MurmurHash3 x64/128 with seed 0x97c29b3a.
+func HashKeyOriginal(key []byte) uint64 {
+	h1, _ := murmur3.SeedSum128(MurmurSeed, MurmurSeed, key)
+	return h1
+}
+
+// hashes holds a key's hash for each hash algorithm in the chain.
+type hashes struct{ native, murmur uint64 }
+
+func (f *Filter) hash(c *chain, key []byte) hashes {
+	var h hashes
+	if c.hasNative {
+		h.native = HashKey(f.params.Seed, key)
+	}
+	if c.hasMurmur {
+		h.murmur = HashKeyOriginal(key)
+	}
+	return h
+}
+
+func (m *member) keyHash(h hashes) uint64 {
+	if m.desc.HashID == header.HashMurmur3Orig {
+		return h.murmur
+	}
+	return h.native + m.salt
+}
+
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// Contains reports whether key may have been added (and not removed): true
+// for every key added and not removed, and for a small fraction of others
+// (the false-positive rate). It asks every filter and never writes.
+func (f *Filter) Contains(key []byte) bool {
+	c := f.chain.Load()
+	if c == nil {
+		return false
+	}
+	h := f.hash(c, key)
+	g, err := f.enter(h.native ^ h.murmur)
+	if err != nil {
+		return false
+	}
+	defer g.n.Add(-1)
+	if c, err = f.current(); err != nil {
+		return false
+	}
+	return containsIn(c, h)
+}
+
+func containsIn(c *chain, h hashes) bool {
+	var pos [counting4.MaxK]uint64
+	for i := len(c.f) - 1; i >= 0; i-- {
+		m := c.f[i]
+		p := pos[:m.desc.K]
+		m.cf.Positions(m.keyHash(h), p)
+		if m.cf.ContainsAt(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ContainsString is Contains for a string key, without allocating.
+func (f *Filter) ContainsString(key string) bool { return f.Contains(bytesOf(key)) }
+
+// Add adds key, recording id as the id of the row it stands for. Ids pick
+// the filter for a later Remove; they are usually increasing (a row id, a
+// timestamp), but may repeat or go backwards. The key goes into the newest
+// filter; when that is full a new filter is appended first.
+func (f *Filter) Add(key []byte, id uint64) error {
+	return f.modify(key, id, header.OpAdd)
+}
+
+// AddString is Add for a string key, without allocating.
+func (f *Filter) AddString(key string, id uint64) error { return f.Add(bytesOf(key), id) }
+
+// Remove removes key, which was added with id. It changes only a filter whose
+// id range holds id and whose counters for key are all non-zero; if there is
+// none it changes nothing and returns an error for which
+// errors.Is(err, ErrNotPresent) holds.
+func (f *Filter) Remove(key []byte, id uint64) error {
+	return f.modify(key, id, header.OpRemove)
+}
+
+// RemoveString is Remove for a string key, without allocating.
+func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
+
+func (f *Filter) modify(key []byte, id uint64, op uint64) error {
+	if f.ro {
+		if f.closed.Load() {
+			return ErrClosed
+		}
+		return ErrReadOnly
+	}
+	c := f.chain.Load()
+	h := f.hash(c, key)
+	g, err := f.enter(h.native ^ h.murmur)
+	if err != nil {
+		return err
+	}
+	defer g.n.Add(-1)
+	if c, err = f.current(); err != nil {
+		return err
+	}
+	if op == header.OpAdd {
+		return f.add(c, h, id)
+	}
+	return f.remove(c, h, id)
+}
+
+func (f *Filter) add(c *chain, h hashes, id uint64) error {
+	m := c.f[len(c.f)-1]
+	for atomic.LoadUint64(m.items) >= m.desc.Capacity {
+		if err := f.grow(len(c.f), id); err != nil {
+			return err
+		}
+		var err error
+		if c, err = f.current(); err != nil {
+			return err
+		}
+		m = c.f[len(c.f)-1]
+	}
+	kh := m.keyHash(h)
+	r := f.claimRecord(kh, header.OpAdd, m.idx)
+	atomic.StoreUint64(r.hash, kh)
+	if err := f.ensureDirty(m); err != nil {
+		r.finish(false)
+		return err
+	}
+	widen(m, id)
+	var pos [counting4.MaxK]uint64
+	p := pos[:m.desc.K]
+	m.cf.Positions(kh, p)
+	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt})
+	atomic.AddUint64(m.items, 1)
+	r.finish(true)
+	return nil
+}
+
+func (f *Filter) remove(c *chain, h hashes, id uint64) error {
+	var pos [counting4.MaxK]uint64
+	var r *record
+	defer func() {
+		if r != nil {
+			r.finish(false)
+		}
+	}()
+	for i := len(c.f) - 1; i >= 0; i-- {
+		m := c.f[i]
+		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID) {
+			continue
+		}
+		kh := m.keyHash(h)
+		p := pos[:m.desc.K]
+		m.cf.Positions(kh, p)
+		if !m.cf.ContainsAt(p) {
+			continue
+		}
+		if r == nil {
+			r = f.claimRecord(kh, header.OpRemove, m.idx)
+		}
+		r.retarget(header.OpRemove, m.idx, kh)
+		if err := f.ensureDirty(m); err != nil {
+			return err
+		}
+		if m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
+			atomic.AddUint64(m.items, ^uint64(0))
+			r.finish(true)
+			r = nil
+			return nil
+		}
+	}
+	return ErrNotPresent
+}
+
+// widen extends the filter's id range to hold id, before the counters change,
+// so a Remove with that id (from any process) finds the filter.
+func widen(m *member, id uint64) {
+	for {
+		v := atomic.LoadUint64(m.minID)
+		if id >= v || atomic.CompareAndSwapUint64(m.minID, v, id) {
+			break
+		}
+	}
+	for {
+		v := atomic.LoadUint64(m.maxID)
+		if id <= v || atomic.CompareAndSwapUint64(m.maxID, v, id) {
+			break
+		}
+	}
+}
+
+// ensureDirty applies the dirty-first rule before a change to filter m.
+func (f *Filter) ensureDirty(m *member) error {
+	if seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(m.mark)) {
+		return nil
+	}
+	return f.words.MarkDirty(m.mark, f.recordBoot, func() error {
+		return f.sync(header.HotOffset, header.SlotsOffset-header.HotOffset)
+	})
+}
+
+func (f *Filter) recordBoot() {
+	atomic.StoreUint64(f.hotWord(header.BootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
+	atomic.StoreUint64(f.hotWord(header.BootIDOffset+8), binary.LittleEndian.Uint64(f.bootID[8:]))
+	atomic.StoreUint64(f.hotWord(header.DirtySinceOffset), uint64(time.Now().UnixNano()))
+}

@@ -1,0 +1,152 @@
+package scaling
+
+import (
+	"math"
+	"time"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultCapacity        = 100_000
+	DefaultErrorRate       = 0.01
+	DefaultGrowthFactor    = 2
+	DefaultTighteningRatio = 0.8
+	DefaultLockTimeout     = 10 * time.Second
+)
+
+// Options configure Create and NewMemory. The zero value means the defaults;
+// a nil *Options too.
+type Options struct {
+	// Capacity is the number of items the first filter holds (default 100,000).
+	Capacity uint64
+	// ErrorRate bounds the false-positive rate of the whole chain (default 0.01).
+	ErrorRate float64
+	// GrowthFactor multiplies the capacity of each new filter (default 2; 1 = no growth).
+	GrowthFactor float64
+	// TighteningRatio multiplies the error target of each new filter (default 0.8).
+	TighteningRatio float64
+	// Seed is the hash seed; 0 picks a random one.
+	Seed uint64
+	// Layout of the counters: counting4.Blocked512 (default) or counting4.Classic.
+	Layout counting4.Layout
+	// Overwrite lets Create replace an existing file.
+	Overwrite bool
+	// Reserve is the address space reserved for growth (default mmapfile.DefaultReserve).
+	Reserve int64
+	// AllowNetworkFS allows a file on NFS, CIFS or FUSE, where several hosts
+	// would not see each other's updates. Use only if one host opens it.
+	AllowNetworkFS bool
+	// LockTimeout bounds every wait for a cross-process lock (default 10 s).
+	LockTimeout time.Duration
+	// Failpoints inject sync, allocation and mapping failures (tests).
+	Failpoints *mmapfile.Failpoints
+	// BootID overrides the machine's boot identity (tests of crash detection).
+	BootID string
+}
+
+// OpenOptions configure Open. The zero value means the defaults.
+type OpenOptions struct {
+	// ReadOnly opens for Contains and Stats only; no writer slot is taken.
+	ReadOnly bool
+	// AllowUnclean opens a file whose condition is Interrupted or Dirty
+	// instead of returning a *StateError. The caller then decides (see recover).
+	AllowUnclean   bool
+	Reserve        int64
+	AllowNetworkFS bool
+	LockTimeout    time.Duration
+	Failpoints     *mmapfile.Failpoints
+	BootID         string
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.Capacity == 0 {
+		v.Capacity = DefaultCapacity
+	}
+	if v.ErrorRate == 0 {
+		v.ErrorRate = DefaultErrorRate
+	}
+	if v.GrowthFactor == 0 {
+		v.GrowthFactor = DefaultGrowthFactor
+	}
+	if v.TighteningRatio == 0 {
+		v.TighteningRatio = DefaultTighteningRatio
+	}
+	if v.Layout == 0 {
+		v.Layout = counting4.Blocked512
+	}
+	if v.LockTimeout == 0 {
+		v.LockTimeout = DefaultLockTimeout
+	}
+	bad := func(field string, val any, why string) (Options, error) {
+		return v, &OptionError{Field: field, Value: val, Reason: why}
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !finite(v.ErrorRate) || v.ErrorRate <= 0 || v.ErrorRate >= 1:
+		return bad("ErrorRate", v.ErrorRate, "must be a finite number with 0 < ErrorRate < 1")
+	case !finite(v.GrowthFactor) || v.GrowthFactor < 1 || v.GrowthFactor > 1024:
+		return bad("GrowthFactor", v.GrowthFactor, "must be a finite number with 1 ≤ GrowthFactor ≤ 1024")
+	case !finite(v.TighteningRatio) || v.TighteningRatio <= 0 || v.TighteningRatio >= 1:
+		return bad("TighteningRatio", v.TighteningRatio, "must be a finite number with 0 < TighteningRatio < 1")
+	case v.Capacity > header.MaxFileSize:
+		return bad("Capacity", v.Capacity, "larger than any file can hold")
+	case v.Layout != counting4.Blocked512 && v.Layout != counting4.Classic:
+		return bad("Layout", v.Layout, "must be counting4.Blocked512 or counting4.Classic")
+	case v.Reserve < 0:
+		return bad("Reserve", v.Reserve, "must not be negative")
+	case v.LockTimeout < 0:
+		return bad("LockTimeout", v.LockTimeout, "must not be negative")
+	}
+	return v, nil
+}
+
+// filterTarget returns the false-positive target of filter i: the targets
+// ErrorRate·(1-r)·r^i sum to ErrorRate over an unbounded chain.
+func filterTarget(p *header.Params, i int) float64 {
+	return p.ErrorRate * (1 - p.TighteningRatio) * math.Pow(p.TighteningRatio, float64(i))
+}
+
+// filterCapacity returns the capacity of filter i.
+func filterCapacity(p *header.Params, i int) uint64 {
+	return uint64(math.Round(float64(p.Capacity) * math.Pow(p.GrowthFactor, float64(i))))
+}
+
+// describe sizes filter i of a chain whose previous filter ends at off.
+func describe(p *header.Params, i int, off int64, firstID uint64) (header.FilterDesc, error) {
+	if i >= header.MaxFilters {
+		return header.FilterDesc{}, ErrFull
+	}
+	capy := filterCapacity(p, i)
+	target := filterTarget(p, i)
+	if capy == 0 || capy > header.MaxFileSize || !(target > 0) {
+		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "filter " + itoa(i) + " would not fit in a file"}
+	}
+	lay := counting4.Layout(p.LayoutID)
+	counters, k, err := lay.Size(capy, target)
+	if err != nil {
+		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
+	}
+	length := int64((counters+15)/16*8+header.PageSize-1) / header.PageSize * header.PageSize
+	if off+length > header.MaxFileSize {
+		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
+	}
+	return header.FilterDesc{
+		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length,
+		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
+	}, nil
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

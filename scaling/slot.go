@@ -1,0 +1,119 @@
+package scaling
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// claimSlot takes a free writer slot for this handle's lifetime. A slot is
+// free when no open file description holds its lock byte and it holds no
+// interrupted operation (those wait for recovery). In memory mode slot 0 is
+// taken without locks.
+func (f *Filter) claimSlot() error {
+	for s := 0; s < header.NumSlots; s++ {
+		if f.file != nil {
+			if err := f.file.Lock(header.SlotOffset(s), true, 0); err != nil {
+				if errors.Is(err, ErrLockTimeout) {
+					continue // a live handle owns it
+				}
+				return err
+			}
+		}
+		w, err := f.r.Words(header.SlotOffset(s), header.SlotSize/8)
+		if err != nil {
+			return err
+		}
+		if slotInterrupted(w) {
+			if f.file != nil {
+				f.file.Unlock(header.SlotOffset(s))
+			}
+			continue
+		}
+		var tok [8]byte
+		rand.Read(tok[:])
+		atomic.StoreUint64(&w[header.SlotOwnerOff/8], binary.LittleEndian.Uint64(tok[:])|1)
+		atomic.StoreUint64(&w[header.SlotPIDOff/8], uint64(os.Getpid()))
+		atomic.StoreUint64(&w[header.SlotOpenedOff/8], uint64(time.Now().UnixNano()))
+		f.slot, f.slotWord = s, w
+		for r := range f.rec {
+			base := (r + 1) * header.LineSize / 8
+			f.rec[r] = record{
+				op: &w[base+header.RecOpOff/8], hash: &w[base+header.RecHashOff/8],
+				changed: &w[base+header.RecChangedOff/8], doubt: &w[base+header.RecDoubtOff/8],
+			}
+		}
+		return nil
+	}
+	return ErrNoSlot
+}
+
+func slotInterrupted(w []uint64) bool {
+	for r := 0; r < header.RecordsPerSlot; r++ {
+		if atomic.LoadUint64(&w[(r+1)*header.LineSize/8+header.RecOpOff/8])&opTypeMask != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *Filter) releaseSlot() {
+	if f.slot < 0 {
+		return
+	}
+	atomic.StoreUint64(&f.slotWord[header.SlotOwnerOff/8], 0)
+	if f.file != nil {
+		f.file.Unlock(header.SlotOffset(f.slot))
+	}
+	f.slot = -1
+}
+
+// Record op word: bits 0-1 the operation type (0 = idle), bits 8-15 the
+// filter, bits 16-63 the number of operations completed through the record.
+const (
+	opTypeMask    = 3
+	opFilterShift = 8
+	opCountShift  = 16
+)
+
+// claimRecord takes an idle record of this handle's slot for one operation,
+// starting at a position chosen by the key hash so goroutines rarely collide.
+func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
+	n := uint64(len(f.rec))
+	for i := h % n; ; i = (i + 1) % n {
+		r := &f.rec[i]
+		old := atomic.LoadUint64(r.op)
+		if old&opTypeMask == 0 && atomic.CompareAndSwapUint64(r.op, old, old|op|uint64(filter)<<opFilterShift) {
+			return r
+		}
+		if i == (h%n+n-1)%n {
+			time.Sleep(time.Microsecond) // every record busy: more goroutines than records
+		}
+	}
+}
+
+// retarget records that the operation now works on another filter with
+// another hash (Remove trying the next candidate).
+func (r *record) retarget(op uint64, filter int, h uint64) {
+	old := atomic.LoadUint64(r.op)
+	atomic.StoreUint64(r.hash, h)
+	atomic.StoreUint64(r.op, old&^(0xff<<opFilterShift|opTypeMask)|op|uint64(filter)<<opFilterShift)
+}
+
+// finish completes the operation: the record is idle again and its count of
+// completed operations is one higher, in one atomic store.
+func (r *record) finish(completed bool) {
+	atomic.StoreUint64(r.changed, 0)
+	atomic.StoreUint64(r.doubt, 0)
+	old := atomic.LoadUint64(r.op)
+	n := old >> opCountShift
+	if completed {
+		n++
+	}
+	atomic.StoreUint64(r.op, n<<opCountShift)
+}

@@ -1,0 +1,190 @@
+package scaling
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// Condition says whether a file's contents can be trusted.
+type Condition int
+
+const (
+	// Clean: the file equals its last durable Flush.
+	Clean Condition = iota
+	// Unflushed: changed since the last Flush, but the machine has not
+	// restarted since the change began, so the page cache held every change
+	// and the contents are trustworthy (a process may have died between
+	// operations).
+	Unflushed
+	// Interrupted: a writer died in the middle of an operation; its slot
+	// records what it changed, and recover.Repair can roll it back.
+	Interrupted
+	// Dirty: changed since the last Flush and the machine restarted since:
+	// an OS crash may have lost pages. The filters marked dirty must be
+	// rebuilt (recover.Rebuild).
+	Dirty
+)
+
+func (c Condition) String() string {
+	switch c {
+	case Clean:
+		return "clean"
+	case Unflushed:
+		return "unflushed"
+	case Interrupted:
+		return "interrupted"
+	case Dirty:
+		return "dirty"
+	}
+	return fmt.Sprintf("condition(%d)", int(c))
+}
+
+// Condition returns the file's condition as seen now.
+func (f *Filter) Condition() Condition {
+	c, _ := f.condition()
+	return c
+}
+
+func (f *Filter) condition() (Condition, string) {
+	_, ph := f.words.Phase()
+	if ph == seqnum.Clean {
+		return Clean, "equal to the last flush"
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(f.hotWord(header.BootIDOffset)))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(f.hotWord(header.BootIDOffset+8)))
+	if b != f.bootID {
+		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
+	}
+	if n := f.deadInFlight(); n > 0 {
+		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short", n)
+	}
+	return Unflushed, "changed since the last flush, same boot: contents trustworthy"
+}
+
+// deadInFlight counts in-flight records in slots that no live handle owns.
+func (f *Filter) deadInFlight() int {
+	n := 0
+	for s := 0; s < header.NumSlots; s++ {
+		if s == f.slot {
+			continue
+		}
+		busy := 0
+		for r := 0; r < header.RecordsPerSlot; r++ {
+			if atomic.LoadUint64(f.hotWord(header.RecordOffset(s, r)+header.RecOpOff))&opTypeMask != 0 {
+				busy++
+			}
+		}
+		if busy == 0 {
+			continue
+		}
+		if f.slotLive(s) {
+			continue
+		}
+		n += busy
+	}
+	return n
+}
+
+// slotLive reports whether a live handle holds slot s. In memory mode only
+// this handle exists.
+func (f *Filter) slotLive(s int) bool {
+	if f.file == nil {
+		return s == f.slot
+	}
+	held, err := f.file.Held(header.SlotOffset(s))
+	return err != nil || held
+}
+
+// FilterStats describes one filter of the chain.
+type FilterStats struct {
+	Index        int
+	FirstID      uint64 // smallest id added (MaxUint64 while empty)
+	LastID       uint64 // largest id added
+	Capacity     uint64
+	Count        uint64 // items: adds minus removes
+	Fill         float64
+	ErrorTarget  float64 // false-positive target at capacity
+	EstimatedFPR float64 // expected false-positive rate at the current count
+	K            int
+	Counters     uint64
+	Bytes        int64
+	Offset       int64
+	Layout       string
+	Hash         string
+	Dirty        bool // changed since the last flush
+}
+
+// Stats describes the whole store.
+type Stats struct {
+	Path         string
+	FileSize     int64
+	Capacity     uint64
+	ErrorRate    float64
+	GrowthFactor float64
+	Tightening   float64
+	Seed         uint64
+	MemSeqnum    uint64
+	DiskSeqnum   uint64
+	Phase        string
+	Epoch        uint64
+	Condition    Condition
+	Count        uint64
+	EstimatedFPR float64 // expected false-positive rate of Contains: the sum over filters
+	Filters      []FilterStats
+}
+
+// Stats returns a snapshot of the store's numbers.
+func (f *Filter) Stats() Stats {
+	if f.closed.Load() {
+		return Stats{}
+	}
+	c, err := f.current()
+	if err != nil {
+		c = f.chain.Load()
+	}
+	ep, ph := f.words.Phase()
+	s := Stats{
+		FileSize: f.r.Size(), Capacity: f.params.Capacity, ErrorRate: f.params.ErrorRate,
+		GrowthFactor: f.params.GrowthFactor, Tightening: f.params.TighteningRatio, Seed: f.params.Seed,
+		MemSeqnum: f.MemSeqnum(), DiskSeqnum: f.DiskSeqnum(), Phase: ph.String(), Epoch: ep,
+		Condition: f.Condition(),
+	}
+	if f.file != nil {
+		s.Path = f.file.Path()
+	}
+	for _, m := range c.f {
+		items := atomic.LoadUint64(m.items)
+		lay := counting4.Layout(m.desc.LayoutID)
+		fs := FilterStats{
+			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: atomic.LoadUint64(m.maxID),
+			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
+			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
+			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
+			Layout: lay.String(), Hash: hashName(m.desc.HashID),
+			Dirty: ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
+		}
+		s.Count += items
+		s.EstimatedFPR += fs.EstimatedFPR
+		s.Filters = append(s.Filters, fs)
+	}
+	return s
+}
+
+func hashName(id uint8) string {
+	switch id {
+	case header.HashXXH64Seeded:
+		return "xxh64"
+	case header.HashMurmur3Orig:
+		return "murmur3-dablooms"
+	}
+	return fmt.Sprintf("hash(%d)", id)
+}
+
+// Params returns the parameters the file was created with.
+func (f *Filter) Params() header.Params { return f.params }
