@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// system is one filter instance under test. An instance is built empty for
+// one repetition, filled, queried, optionally emptied again, then closed.
+//
+// add and remove take the key's index as id: the project's filters need
+// increasing ids, the peers ignore it.
+type system interface {
+	name() string
+	add(key []byte, id uint64) error
+	contains(key []byte) bool
+	// bytes is the size of the structure's storage: the file (or memory
+	// region) for ours, the bit/counter/fingerprint array for the peers.
+	// How each adapter computes it is documented next to its bytes method.
+	bytes() int64
+	close() error
+}
+
+// remover is implemented by systems that support deletion.
+type remover interface {
+	remove(key []byte, id uint64) error
+}
+
+// errRemoveMiss is returned by peers whose delete reports "not found".
+var errRemoveMiss = errors.New("remove: key not found")
+
+// errAddFull is returned by peers whose insert can fail (cuckoo filter full).
+var errAddFull = errors.New("add: filter full")
+
+// buildConfig is what a spec needs to build a fresh instance.
+type buildConfig struct {
+	n   int    // number of keys that will be added
+	dir string // directory for file-backed systems
+	rep int    // repetition number, to make file names unique
+	// sbfHint is the initial capacity passed to BoomFilters' ScalableBloomFilter.
+	sbfHint int
+}
+
+// spec describes a system and how to build it.
+type spec struct {
+	id   string // name used by -systems and in the tables
+	desc string // one-line description printed in the legend
+	new  func(cfg buildConfig) (system, error)
+
+	// concurrentWrite: add and remove are safe from several goroutines at
+	// once (the parallel table times them); otherwise they are "n/a" there.
+	concurrentWrite bool
+	// concurrentRead: contains is safe from several goroutines at once
+	// while nobody writes; otherwise parallel contains is "n/a".
+	concurrentRead bool
+	// canRemove: the instances implement remover.
+	canRemove bool
+}
+
+// allSpecs lists every system in table order.
+func allSpecs() []spec {
+	return []spec{
+		oursFileSpec,
+		oursMemSpec,
+		oursOriginalSpec,
+		bloomv3Spec,
+		boomCountingSpec,
+		boomScalableSpec,
+		blobloomSpec,
+		blobloomSyncSpec,
+		cuckooSpec,
+	}
+}
+
+// selectSpecs filters allSpecs by a comma-separated list of ids ("" or
+// "all" = every system). Unknown ids are an error.
+func selectSpecs(list string) ([]spec, error) {
+	all := allSpecs()
+	list = strings.TrimSpace(list)
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		found := false
+		for _, sp := range all {
+			if sp.id == s {
+				found = true
+				break
+			}
+		}
+		if !found {
+			var ids []string
+			for _, sp := range all {
+				ids = append(ids, sp.id)
+			}
+			return nil, fmt.Errorf("unknown system %q (known: %s)", s, strings.Join(ids, ","))
+		}
+		want[s] = true
+	}
+	var out []spec
+	for _, sp := range all {
+		if want[sp.id] {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
