@@ -1,0 +1,112 @@
+// Package scaling is the public API of dablooms: a persistent, scalable,
+// counting Bloom filter held in one memory-mapped file that goroutines and
+// several processes may use at once.
+//
+//	f, err := scaling.Create("spam.dbl", &scaling.Options{Capacity: 1_000_000, ErrorRate: 0.01})
+//	f.Add([]byte("http://spam.example/"), rowID)
+//	f.Contains([]byte("http://spam.example/"))   // true
+//	f.Remove([]byte("http://spam.example/"), rowID)
+//	f.Flush()                                      // durable; DiskSeqnum() == MemSeqnum()
+//	f.Close()
+//
+// # The chain
+//
+// The file holds a chain of 4-bit counting Bloom filters. Add puts a key into
+// the newest filter; when the newest holds its capacity of items, a new
+// filter is appended first, GrowthFactor times larger (default 2) with an
+// error target TighteningRatio times smaller (default 0.8). Filter i is sized
+// for ErrorRate·(1−r)·r^i, and these targets sum to ErrorRate over any number
+// of filters, so the false-positive rate of Contains (the union over the
+// filters) stays below ErrorRate at any fill, as long as each filter holds at
+// most its capacity — which the growth rule guarantees, also when ids repeat
+// or go backwards (the original dablooms never grew on repeated ids).
+//
+// Each filter records the range of ids [FirstID, LastID] added to it. Remove
+// (key, id) looks only at filters whose range holds id, newest first, and
+// decrements the first whose counters for key are all non-zero; if none, it
+// changes nothing and returns ErrNotPresent. Because the range is widened
+// before the counters change, a Remove always reaches the filter its Add
+// used, even when that Add raced a growth in another goroutine or process.
+// Contains needs no id: it asks every filter. The key is hashed once per
+// operation (xxhash64 with the file's seed) for the whole chain.
+//
+// Removing a key that was never added can only do harm when that key is a
+// false positive of the filter its id selects; then it decrements counters
+// of other keys, exactly as in any counting Bloom filter. Counters saturate at
+// 15 and a saturated counter is never decremented, so saturation can cost
+// accuracy but never a false negative.
+//
+// # Sequence numbers and durability
+//
+// MemSeqnum is the number of completed modifications; it reads 0 while any
+// modification is in progress or was interrupted. Flush makes the file
+// durable (msync and fsync) and, when no modification was in flight, marks it
+// clean: DiskSeqnum becomes MemSeqnum, and becomes 0 again with the next
+// change. Before the first change after a flush, the file's dirty mark (and
+// the changed filter's own mark) is made durable: so after any crash, a file
+// that reads clean is byte for byte what the last Flush wrote. Condition
+// tells apart Clean, Unflushed (a process died, the page cache kept
+// everything: trustworthy), Interrupted (a writer died mid-operation: see
+// package recover) and Dirty (the machine restarted with unflushed changes:
+// the filters marked dirty must be rebuilt). Open refuses Interrupted and
+// Dirty files with a *StateError unless OpenOptions.AllowUnclean is set; it
+// never repairs silently.
+//
+// # Several processes
+//
+// Any number of processes may Open the same file read-write, and others
+// read-only, at the same time; every method may be called concurrently.
+//
+//   - Counters: each change is one atomic compare-and-swap on a 64-bit word of
+//     the MAP_SHARED mapping, so no update is lost between processes.
+//   - Writer slots: each read-write handle claims one of 64 slots in the file
+//     for its lifetime, proven alive by an open-file-description lock on the
+//     slot's first byte (F_OFD_SETLK), which the kernel drops when the process
+//     dies; a reused pid cannot fake it. A slot holds 15 in-flight records,
+//     one per concurrent operation: before an operation changes counters it
+//     records the filter and key hash, and as it goes which counters it has
+//     changed, so a process killed mid-operation leaves enough to roll the
+//     operation back exactly (recover.Repair). Each record also counts the
+//     operations completed through it; MemSeqnum is their sum, so writers in
+//     different processes never contend on one cache line for it.
+//   - Growth lock: appending a filter takes an exclusive OFD lock on byte 0 of
+//     the file (waiting at most LockTimeout). The appender re-reads the
+//     directory (another process may have grown the chain already), reserves
+//     the blocks with fallocate, initialises the filter's line, writes both
+//     metadata copies (each synced before the other is touched), and then
+//     publishes the new count with an atomic store in the hot page.
+//   - Noticing growth: every operation compares the published count with its
+//     own chain (one load of a read-mostly word); when it is larger, the
+//     handle re-reads the directory and maps the new filter from the address
+//     space it reserved at open, without remapping. An Add that raced the
+//     growth lands in the filter it saw as newest, whose id range records it.
+//   - Readers: a read-only handle sees every counter change of a completed
+//     Add as soon as the Add returns (the mapping is shared), so Contains
+//     never reports a false negative for a key whose Add returned before the
+//     Contains began. During an Add, Contains may see some of its counters.
+//   - Flush: Flush from any process syncs the whole file, so everything every
+//     process completed so far becomes durable. To mark the file clean it
+//     freezes writers (state Dirty→Flushing), checks that no record of any
+//     slot — live or dead — holds an operation in flight, syncs, and only then
+//     records DiskSeqnum. A writer that starts meanwhile sees Flushing and
+//     re-marks the file dirty, which makes the flush give up its claim. So
+//     with several writers, DiskSeqnum is either 0 or the exact number of
+//     modifications the durable file reflects; a Flush that overlaps another
+//     process's operations still makes the data durable but leaves the file
+//     marked dirty, and returns nil.
+//   - Item counts, id ranges and the dirty marks live in per-filter 64-byte
+//     lines updated atomically; these lines are shared by all writers of the
+//     newest filter.
+//
+// Network file systems are refused (each host has its own page cache, so
+// the atomics do not cross machines) unless AllowNetworkFS is set. Every lock
+// wait is bounded by LockTimeout (default 10 s).
+//
+// A file must not be truncated while open; a mapping of a truncated file
+// faults. Open validates the file under a fault guard and returns an error;
+// operations on an already open handle do not.
+//
+// NewMemory gives the same store in ordinary memory, for tests under the
+// race detector (which cannot see memory mapped from a file) and for users
+// who want no file.
+package scaling
