@@ -203,35 +203,46 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 	if err := f.setBootID(o.BootID); err != nil {
 		return nil, err
 	}
-	var m *header.Meta
+	// Everything that reads the mapping during open runs under a fault
+	// guard: a file truncated underneath gives an error, not a SIGBUS.
+	var unclean *StateError
 	err := mmapfile.Guard(func() error {
-		var err error
-		m, err = f.readMeta()
+		m, err := f.readMeta()
 		if err != nil {
 			return err
 		}
-		return f.mapHot()
+		if err := f.mapHot(); err != nil {
+			return err
+		}
+		f.params = m.Params
+		if err := f.validateHot(m); err != nil {
+			return err
+		}
+		if err := f.loadChain(m); err != nil {
+			return err
+		}
+		if !f.ro {
+			if atomic.LoadUint64(f.published) < uint64(len(m.Filters)) {
+				// A growth was cut between the directory write and the publication.
+				atomic.StoreUint64(f.published, uint64(len(m.Filters)))
+			}
+			if err := f.claimSlot(); err != nil {
+				return err
+			}
+		}
+		if c, why := f.condition(); !o.AllowUnclean && (c == Interrupted || c == Dirty) {
+			unclean = &StateError{Condition: c, Detail: why}
+		}
+		return nil
 	})
+	if err == nil && unclean != nil {
+		err = unclean
+	}
 	if err != nil {
+		f.mu.Lock()
+		f.releaseSlot()
+		f.mu.Unlock()
 		return nil, err
-	}
-	f.params = m.Params
-	if err := f.validateHot(m); err != nil {
-		return nil, err
-	}
-	if err := f.loadChain(m); err != nil {
-		return nil, err
-	}
-	if !f.ro {
-		if err := f.claimSlot(); err != nil {
-			return nil, err
-		}
-	}
-	if !o.AllowUnclean {
-		if c, why := f.condition(); c == Interrupted || c == Dirty {
-			f.Close()
-			return nil, &StateError{Condition: c, Detail: why}
-		}
 	}
 	return f, nil
 }

@@ -76,13 +76,26 @@ func (f *Filter) Contains(key []byte) bool {
 }
 
 func containsIn(c *chain, h hashes) bool {
+	if len(c.f) == 1 {
+		var pos [counting4.MaxK]uint64
+		m := c.f[0]
+		p := pos[:m.desc.K]
+		m.cf.Positions(m.keyHash(h), p)
+		return m.cf.ContainsAt(p)
+	}
+	// Start the cache miss of every filter's block before testing any, so
+	// the misses of the chain overlap instead of following one another.
+	var sink uint64
+	for _, m := range c.f {
+		sink |= m.cf.Touch(m.keyHash(h))
+	}
 	var pos [counting4.MaxK]uint64
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
 		p := pos[:m.desc.K]
 		m.cf.Positions(m.keyHash(h), p)
 		if m.cf.ContainsAt(p) {
-			return true
+			return sink|1 != 0
 		}
 	}
 	return false

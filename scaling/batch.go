@@ -1,0 +1,55 @@
+package scaling
+
+import "github.com/dablooms/dablooms/counting4"
+
+// batchGroup is how many keys a batch lookup keeps in flight: enough to
+// overlap the cache misses of a group, few enough for the hashes to stay in
+// registers and L1.
+const batchGroup = 16
+
+// ContainsBatch sets out[i] = Contains(keys[i]) for every key, faster than
+// calling Contains in a loop: it hashes a group of keys and starts the cache
+// misses of all their blocks, in every filter, before testing any, so the
+// misses overlap. out must be at least as long as keys.
+func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
+	if len(out) < len(keys) {
+		panic("dablooms: ContainsBatch: out is shorter than keys")
+	}
+	c := f.chain.Load()
+	if c == nil {
+		clear(out[:len(keys)])
+		return
+	}
+	g, err := f.enter(uint64(len(keys)))
+	if err != nil {
+		clear(out[:len(keys)])
+		return
+	}
+	defer g.n.Add(-1)
+	if c, err = f.current(); err != nil {
+		clear(out[:len(keys)])
+		return
+	}
+	var hs [batchGroup]hashes
+	var pos [counting4.MaxK]uint64
+	for start := 0; start < len(keys); start += batchGroup {
+		group := keys[start:min(start+batchGroup, len(keys))]
+		var sink uint64
+		for i, k := range group {
+			hs[i] = f.hash(c, k)
+			for _, m := range c.f {
+				sink |= m.cf.Touch(m.keyHash(hs[i]))
+			}
+		}
+		for i := range group {
+			found := false
+			for j := len(c.f) - 1; j >= 0 && !found; j-- {
+				m := c.f[j]
+				p := pos[:m.desc.K]
+				m.cf.Positions(m.keyHash(hs[i]), p)
+				found = m.cf.ContainsAt(p)
+			}
+			out[start+i] = found && sink|1 != 0
+		}
+	}
+}
