@@ -136,7 +136,13 @@ func newParams(o *Options) (*header.Params, header.FilterDesc, error) {
 }
 
 func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header.FilterDesc, o *Options) (*Filter, error) {
-	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: []header.FilterDesc{first}}
+	return createWith(r, mf, p, []header.FilterDesc{first}, o, nil)
+}
+
+// createWith initialises a new store with the given directory. init, if not
+// nil, fills counters and hot words before anything is synced and published.
+func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
+	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
 	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
 	if err := f.setBootID(o.BootID); err != nil {
 		return nil, err
@@ -146,11 +152,21 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 	}
 	// Initial state: clean at epoch 1, disk_seqnum 0 = mem_seqnum 0.
 	atomic.StoreUint64(f.words.State, seqnum.Pack(1, seqnum.Clean))
-	f.initFilterLine(0)
+	for i := range dir {
+		f.initFilterLine(i)
+	}
+	if init != nil {
+		if err := init(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.sync(0, f.r.Size()); err != nil {
+		return nil, err
+	}
 	if err := f.writeMeta(m); err != nil {
 		return nil, err
 	}
-	atomic.StoreUint64(f.published, 1)
+	atomic.StoreUint64(f.published, uint64(len(dir)))
 	if err := f.r.Sync(header.HotOffset, header.DataOffset-header.HotOffset); err != nil {
 		return nil, err
 	}

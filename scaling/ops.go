@@ -35,11 +35,12 @@ func HashKeyOriginal(key []byte) uint64 {
 // hashes holds a key's hash for each hash algorithm in the chain.
 type hashes struct{ native, murmur uint64 }
 
+// hash computes the key's hashes. The native hash is always computed (every
+// filter appended from now on uses it); the original's only when the chain
+// has a converted filter. Converted filters only ever come first, so a chain
+// that grows never gains one.
 func (f *Filter) hash(c *chain, key []byte) hashes {
-	var h hashes
-	if c.hasNative {
-		h.native = HashKey(f.params.Seed, key)
-	}
+	h := hashes{native: HashKey(f.params.Seed, key)}
 	if c.hasMurmur {
 		h.murmur = HashKeyOriginal(key)
 	}
@@ -64,7 +65,7 @@ func (f *Filter) Contains(key []byte) bool {
 		return false
 	}
 	h := f.hash(c, key)
-	g, err := f.enter(h.native ^ h.murmur)
+	g, err := f.enter(h.native)
 	if err != nil {
 		return false
 	}
@@ -135,7 +136,7 @@ func (f *Filter) modify(key []byte, id uint64, op uint64) error {
 	}
 	c := f.chain.Load()
 	h := f.hash(c, key)
-	g, err := f.enter(h.native ^ h.murmur)
+	g, err := f.enter(h.native)
 	if err != nil {
 		return err
 	}
