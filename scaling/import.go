@@ -154,4 +154,3 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 	}
 	return f, rep, nil
 }
-
