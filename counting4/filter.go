@@ -2,6 +2,7 @@ package counting4
 
 import (
 	"fmt"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -100,14 +101,52 @@ func (f *Filter) Add(h uint64, rec *Record) {
 	f.AddAt(pos[:f.k], rec)
 }
 
-// AddAt increments the counters at pos (saturating at 15).
+// AddAt increments the counters at pos (saturating at 15). Positions that
+// share a word are changed by one compare-and-swap.
 func (f *Filter) AddAt(pos []uint64, rec *Record) {
-	for j, p := range pos {
-		if f.step(p, +1, rec, j) {
-			rec.set(uint64(1) << j)
+	var done uint64
+	for j := range pos {
+		if done&(1<<j) != 0 {
+			continue
+		}
+		group := sameWord(pos, j)
+		done |= group
+		w := &f.words[pos[j]>>4]
+		for {
+			old := atomic.LoadUint64(w)
+			nw, changed := old, uint64(0)
+			for g := group; g != 0; g &= g - 1 {
+				jj := bits.TrailingZeros64(g)
+				sh := (pos[jj] & 15) * 4
+				if nw>>sh&15 != 15 {
+					nw += 1 << sh
+					changed |= 1 << jj
+				}
+			}
+			if changed == 0 {
+				break
+			}
+			rec.doubt(changed)
+			if atomic.CompareAndSwapUint64(w, old, nw) {
+				rec.set(changed)
+				break
+			}
 		}
 	}
 	rec.doubt(0)
+}
+
+// sameWord returns the mask of positions from j on whose counter lies in the
+// same word as pos[j].
+func sameWord(pos []uint64, j int) uint64 {
+	w := pos[j] >> 4
+	m := uint64(1) << j
+	for jj := j + 1; jj < len(pos); jj++ {
+		if pos[jj]>>4 == w {
+			m |= 1 << jj
+		}
+	}
+	return m
 }
 
 // Remove decrements the key's k counters if all are non-zero and reports
@@ -121,45 +160,78 @@ func (f *Filter) Remove(h uint64, rec *Record) bool {
 	return f.RemoveAt(pos[:f.k], rec)
 }
 
-// RemoveAt is Remove for precomputed positions.
+// RemoveAt is Remove for precomputed positions. Positions that share a
+// word are changed by one compare-and-swap.
 func (f *Filter) RemoveAt(pos []uint64, rec *Record) bool {
 	if !f.ContainsAt(pos) {
 		return false
 	}
-	for j, p := range pos {
-		changed, ok := f.dec(p, rec, j)
-		if !ok {
-			f.Undo(pos[:j], -1, rec)
-			rec.doubt(0)
-			return false
+	var done uint64
+	for j := range pos {
+		if done&(1<<j) != 0 {
+			continue
 		}
-		if changed {
-			rec.set(uint64(1) << j)
+		group := sameWord(pos, j)
+		w := &f.words[pos[j]>>4]
+		for {
+			old := atomic.LoadUint64(w)
+			nw, changed, ok := old, uint64(0), true
+			for g := group; g != 0; g &= g - 1 {
+				jj := bits.TrailingZeros64(g)
+				sh := (pos[jj] & 15) * 4
+				switch nw >> sh & 15 {
+				case 0:
+					ok = false
+				case 15:
+				default:
+					nw -= 1 << sh
+					changed |= 1 << jj
+				}
+			}
+			if !ok {
+				// Another remover got there first: restore what this one changed.
+				f.undo(pos, -1, rec, done)
+				rec.doubt(0)
+				return false
+			}
+			if changed == 0 {
+				break
+			}
+			rec.doubt(changed)
+			if atomic.CompareAndSwapUint64(w, old, nw) {
+				rec.set(changed)
+				break
+			}
 		}
+		done |= group
 	}
 	rec.doubt(0)
 	return true
 }
 
-// Undo reverts the counters at pos whose bit is set in the record's Changed
-// mask (all of pos when rec is nil) of an operation of direction dir (+1 for
-// an add, -1 for a remove). Saturated counters are left at 15.
-func (f *Filter) Undo(pos []uint64, dir int, rec *Record) {
+// Undo reverts the counters at pos of an operation of direction dir (+1 for
+// an add, -1 for a remove). With a record, only positions whose bit is set in
+// its Changed mask are reverted, and the mask is kept up to date; without
+// one, every position is. Saturated counters are left at 15.
+func (f *Filter) Undo(pos []uint64, dir int, rec *Record) { f.undo(pos, dir, rec, ^uint64(0)) }
+
+// undo is Undo for the positions in mask (bit j: pos[j]).
+func (f *Filter) undo(pos []uint64, dir int, rec *Record, mask uint64) {
 	for j, p := range pos {
-		if rec != nil && rec.Changed != nil && *rec.Changed&(1<<j) == 0 {
+		if mask&(1<<j) == 0 || rec != nil && rec.Changed != nil && *rec.Changed&(1<<j) == 0 {
 			continue
 		}
 		if dir > 0 {
 			f.dec(p, rec, j)
 		} else {
-			f.step(p, +1, rec, j)
+			f.step(p, rec, j)
 		}
 		rec.clear(uint64(1) << j)
 	}
 }
 
 // step increments counter p unless saturated; it reports whether it changed.
-func (f *Filter) step(p uint64, _ int, rec *Record, j int) bool {
+func (f *Filter) step(p uint64, rec *Record, j int) bool {
 	w := &f.words[p>>4]
 	sh := (p & 15) * 4
 	for {

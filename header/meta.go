@@ -158,8 +158,8 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 		return nil, ce
 	}
 	n := le.Uint32(b[offNumFilters:])
-	if n > MaxFilters {
-		return nil, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d exceeds %d", n, MaxFilters)
+	if n == 0 || n > MaxFilters {
+		return nil, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d, must be 1 to %d", n, MaxFilters)
 	}
 	m.Filters = make([]FilterDesc, n)
 	prevEnd := int64(DataOffset)
