@@ -37,7 +37,7 @@ const (
 	FilterItemsOff = 0  // int64: live item count (adds minus removes)
 	FilterMarkOff  = 8  // uint64: epoch of the dirty mark (bit 63: mark pending)
 	FilterMinIDOff = 16 // uint64: smallest id routed to the filter
-	FilterMaxIDOff = 24 // uint64: largest id routed to the filter
+	FilterMaxIDOff = 24 // uint64: largest id routed to the filter; bit 63: Sealed
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize
@@ -66,6 +66,13 @@ const (
 	MaxK = 64
 	// MaxFileSize bounds every offset and length (1 TiB).
 	MaxFileSize = 1 << 40
+)
+
+// Ids are below 2^63: bit 63 of a filter's max id word is the Sealed flag,
+// set when the next filter is appended, after which the range never widens.
+const (
+	MaxID  = 1<<63 - 1
+	Sealed = 1 << 63
 )
 
 // Operation types in an in-flight record.

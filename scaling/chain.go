@@ -92,7 +92,7 @@ func (f *Filter) refresh() error {
 // grow appends a filter after the newest one, which the caller saw as full.
 // Exactly one handle (across processes) appends: the others find the new
 // filter already there when they get the lock.
-func (f *Filter) grow(seen int, id uint64) error {
+func (f *Filter) grow(seen int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.file != nil {
@@ -111,7 +111,7 @@ func (f *Filter) grow(seen int, id uint64) error {
 		return f.loadChain(m)
 	}
 	last := m.Filters[len(m.Filters)-1]
-	d, err := describe(&m.Params, len(m.Filters), last.Offset+last.Length, id)
+	d, err := describe(&m.Params, len(m.Filters), last.Offset+last.Length, atomic.LoadUint64(f.filterWord(len(m.Filters)-1, header.FilterMaxIDOff))&header.MaxID+1)
 	if err != nil {
 		return err
 	}
@@ -128,6 +128,19 @@ func (f *Filter) grow(seen int, id uint64) error {
 	if err := f.writeMeta(m); err != nil {
 		return err
 	}
+	// Seal the previous newest filter's id range: an Add still holding the
+	// old chain can no longer widen it and is moved to the new filter, so a
+	// new filter's ids lie above every id already routed to the older one.
+	seal(f.filterWord(i-1, header.FilterMaxIDOff))
 	atomic.StoreUint64(f.published, uint64(len(m.Filters)))
 	return f.loadChain(m)
+}
+
+func seal(maxID *uint64) {
+	for {
+		v := atomic.LoadUint64(maxID)
+		if v&header.Sealed != 0 || atomic.CompareAndSwapUint64(maxID, v, v|header.Sealed) {
+			return
+		}
+	}
 }

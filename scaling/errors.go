@@ -19,6 +19,13 @@ var (
 
 	// ErrNotPresent: Remove found the key absent from every filter its id may route to; nothing changed.
 	ErrNotPresent = errors.New("dablooms: key not present in the filter for this id")
+	// ErrAmbiguous: Remove found the key in more than one filter whose id
+	// range holds the id (ids that repeat or go backwards make ranges
+	// overlap); it changed nothing rather than risk decrementing a filter
+	// where the key is only a false positive. The key stays present.
+	ErrAmbiguous = errors.New("dablooms: key present in several filters for this id; not removed")
+	// ErrInvalidID: an id above 2^63-1 (the top bit of a stored id is a flag).
+	ErrInvalidID = errors.New("dablooms: invalid id")
 	// ErrClosed: the Filter was closed.
 	ErrClosed = errors.New("dablooms: filter is closed")
 	// ErrReadOnly: a modification on a Filter opened read-only.

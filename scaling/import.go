@@ -56,7 +56,7 @@ func ImportDabloomsCounting(newPath, oldPath string, capacity uint64, errorRate 
 	if err != nil {
 		return nil, nil, err
 	}
-	old := &legacy.ScalingFile{Capacity: capacity, ErrorRate: errorRate, MaxID: ^uint64(0), Filters: []legacy.Filter{cf.Filter}}
+	old := &legacy.ScalingFile{Capacity: capacity, ErrorRate: errorRate, MaxID: header.MaxID, Filters: []legacy.Filter{cf.Filter}}
 	return importFilters(newPath, old, capacity, errorRate, opts, "clean")
 }
 
@@ -118,7 +118,11 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 				hi = old.Filters[i+1].StartID - 1
 			}
 			atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), lf.StartID)
-			atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), max(hi, lf.StartID))
+			hi = max(hi, lf.StartID)
+			if i+1 < len(old.Filters) {
+				hi |= header.Sealed
+			}
+			atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), hi)
 		}
 		// Carry mem_seqnum over as operations completed through slot 63's
 		// first record (mem_seqnum is the sum over all records).

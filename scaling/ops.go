@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -151,25 +152,39 @@ func (f *Filter) modify(key []byte, id uint64, op uint64) error {
 }
 
 func (f *Filter) add(c *chain, h hashes, id uint64) error {
-	m := c.f[len(c.f)-1]
-	for atomic.LoadUint64(m.items) >= m.desc.Capacity {
-		if err := f.grow(len(c.f), id); err != nil {
-			return err
+	if id > header.MaxID {
+		return fmt.Errorf("%w: id %d is above 2^63-1", ErrInvalidID, id)
+	}
+	var m *member
+	for {
+		m = route(c, id)
+		if m == nil {
+			// The newest filter is full: append one (or find that another
+			// handle did) and route again.
+			if err := f.grow(len(c.f)); err != nil {
+				return err
+			}
+		} else {
+			if err := f.ensureDirty(m); err != nil {
+				return err
+			}
+			if widen(m, id) {
+				break
+			}
+			// The filter was sealed by a growth since this chain was read:
+			// this Add raced it and is moved to the new filter.
+			if err := f.refresh(); err != nil {
+				return err
+			}
 		}
 		var err error
 		if c, err = f.current(); err != nil {
 			return err
 		}
-		m = c.f[len(c.f)-1]
 	}
 	kh := m.keyHash(h)
 	r := f.claimRecord(kh, header.OpAdd, m.idx)
 	atomic.StoreUint64(r.hash, kh)
-	if err := f.ensureDirty(m); err != nil {
-		r.finish(false)
-		return err
-	}
-	widen(m, id)
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
@@ -180,54 +195,103 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 }
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
+	// Find the filters whose id range holds id and whose counters for the
+	// key are all non-zero. If several do, the key may be a false positive
+	// of all but one, and decrementing the wrong one would take counts from
+	// other keys: refuse rather than guess.
 	var pos [counting4.MaxK]uint64
-	var r *record
-	defer func() {
-		if r != nil {
-			r.finish(false)
-		}
-	}()
+	var target *member
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
-		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID) {
+		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
 			continue
 		}
-		kh := m.keyHash(h)
 		p := pos[:m.desc.K]
-		m.cf.Positions(kh, p)
-		if !m.cf.ContainsAt(p) {
-			continue
-		}
-		if r == nil {
-			r = f.claimRecord(kh, header.OpRemove, m.idx)
-		}
-		r.retarget(header.OpRemove, m.idx, kh)
-		if err := f.ensureDirty(m); err != nil {
-			return err
-		}
-		if m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
-			atomic.AddUint64(m.items, ^uint64(0))
-			r.finish(true)
-			r = nil
-			return nil
+		m.cf.Positions(m.keyHash(h), p)
+		if m.cf.ContainsAt(p) {
+			if target != nil {
+				return ErrAmbiguous
+			}
+			target = m
 		}
 	}
-	return ErrNotPresent
+	if target == nil {
+		return ErrNotPresent
+	}
+	m := target
+	kh := m.keyHash(h)
+	p := pos[:m.desc.K]
+	m.cf.Positions(kh, p)
+	if err := f.ensureDirty(m); err != nil {
+		return err
+	}
+	r := f.claimRecord(kh, header.OpRemove, m.idx)
+	atomic.StoreUint64(r.hash, kh)
+	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
+		r.finish(false)
+		return ErrNotPresent
+	}
+	atomic.AddUint64(m.items, ^uint64(0))
+	r.finish(true)
+	return nil
 }
 
+// route picks the filter an Add with id goes to, or nil if the newest filter
+// is full and the chain must grow first:
+//   - an id at or above the newest filter's range goes to the newest;
+//   - an id inside the sealed range of an older filter goes to that filter
+//     while it has room in its slack (an Add that raced a growth, or an id
+//     that repeats), so id ranges stay disjoint and Remove finds it;
+//   - otherwise (ids going backwards, or repeating more than the slack
+//     holds) to the newest, whose range then overlaps an older one.
+func route(c *chain, id uint64) *member {
+	n := c.f[len(c.f)-1]
+	if id < atomic.LoadUint64(n.minID) {
+		for j := len(c.f) - 2; j >= 0; j-- {
+			m := c.f[j]
+			lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
+			if lo <= id && id <= hi && atomic.LoadUint64(m.items) < m.desc.Capacity+slack(m.desc.Capacity) {
+				return m
+			}
+		}
+	}
+	if atomic.LoadUint64(n.items) >= n.desc.Capacity {
+		return nil
+	}
+	return n
+}
+
+// slack is how many items beyond its capacity a sealed filter takes for ids
+// inside its range; filters are sized for capacity + slack, so the error
+// bound holds.
+func slack(capacity uint64) uint64 { return capacity/64 + 16 }
+
 // widen extends the filter's id range to hold id, before the counters change,
-// so a Remove with that id (from any process) finds the filter.
-func widen(m *member, id uint64) {
+// so a Remove with that id (from any process) finds the filter. It fails if
+// the range would have to grow and the filter is sealed.
+func widen(m *member, id uint64) bool {
 	for {
-		v := atomic.LoadUint64(m.minID)
-		if id >= v || atomic.CompareAndSwapUint64(m.minID, v, id) {
+		v := atomic.LoadUint64(m.maxID)
+		if id <= v&header.MaxID {
+			break
+		}
+		if v&header.Sealed != 0 {
+			return false
+		}
+		if atomic.CompareAndSwapUint64(m.maxID, v, id) {
 			break
 		}
 	}
 	for {
-		v := atomic.LoadUint64(m.maxID)
-		if id <= v || atomic.CompareAndSwapUint64(m.maxID, v, id) {
-			break
+		v := atomic.LoadUint64(m.minID)
+		if id >= v {
+			return true
+		}
+		if atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
+			return false
+		}
+		if atomic.CompareAndSwapUint64(m.minID, v, id) {
+			return true
 		}
 	}
 }

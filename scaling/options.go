@@ -130,7 +130,9 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "filter " + itoa(i) + " would not fit in a file"}
 	}
 	lay := counting4.Layout(p.LayoutID)
-	counters, k, err := lay.Size(capy, target)
+	// Sized for the slack too: a sealed filter takes up to that many more
+	// items for ids inside its range (see route).
+	counters, k, err := lay.Size(capy+slack(capy), target)
 	if err != nil {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
 	}

@@ -118,6 +118,7 @@ type FilterStats struct {
 	Layout       string
 	Hash         string
 	Dirty        bool // changed since the last flush
+	Sealed       bool // a newer filter exists: the id range no longer widens
 }
 
 // Stats describes the whole store.
@@ -162,7 +163,7 @@ func (f *Filter) Stats() Stats {
 		items := atomic.LoadUint64(m.items)
 		lay := counting4.Layout(m.desc.LayoutID)
 		fs := FilterStats{
-			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: atomic.LoadUint64(m.maxID),
+			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: atomic.LoadUint64(m.maxID) & header.MaxID, Sealed: atomic.LoadUint64(m.maxID)&header.Sealed != 0,
 			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
