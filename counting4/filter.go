@@ -25,8 +25,8 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 		return nil, fmt.Errorf("%w: %d counters need %d words, have %d", ErrSize, counters, (counters+15)/16, len(words))
 	case layout == Blocked512 && counters%BlockCounters != 0:
 		return nil, fmt.Errorf("%w: %d counters is not whole blocks", ErrSize, counters)
-	case layout == Partitioned && (counters%uint64(k) != 0 || counters/uint64(k) > 1<<32):
-		return nil, fmt.Errorf("%w: %d counters is not %d partitions of at most 2^32", ErrSize, counters, k)
+	case layout == Partitioned && (counters%uint64(k) != 0 || counters/uint64(k) >= 1<<32):
+		return nil, fmt.Errorf("%w: %d counters is not %d partitions of fewer than 2^32", ErrSize, counters, k)
 	case layout != Blocked512 && layout != Classic && layout != Partitioned:
 		return nil, fmt.Errorf("%w: unknown layout %d", ErrSize, layout)
 	}
@@ -213,7 +213,10 @@ func (f *Filter) RemoveAt(pos []uint64, rec *Record) bool {
 // an add, -1 for a remove). With a record, only positions whose bit is set in
 // its Changed mask are reverted, and the mask is kept up to date; without
 // one, every position is. Saturated counters are left at 15.
-func (f *Filter) Undo(pos []uint64, dir int, rec *Record) { f.undo(pos, dir, rec, ^uint64(0)) }
+func (f *Filter) Undo(pos []uint64, dir int, rec *Record) {
+	f.undo(pos, dir, rec, ^uint64(0))
+	rec.doubt(0)
+}
 
 // undo is Undo for the positions in mask (bit j: pos[j]).
 func (f *Filter) undo(pos []uint64, dir int, rec *Record, mask uint64) {

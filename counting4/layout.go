@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 
 	"github.com/dablooms/dablooms/header"
 )
@@ -66,10 +67,12 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 		g := fmix64(h)
 		base, _ := bits.Mul64(g, counters/BlockCounters)
 		base *= BlockCounters
-		x := fmix64(g ^ golden)
+		s := fmix64(g ^ golden)
+		x := s
 		for j := 0; j < k; j++ {
 			if j > 0 && j%9 == 0 {
-				x = fmix64(x)
+				s = fmix64(s ^ golden) // re-mix the state, not the spent x
+				x = s
 			}
 			pos[j] = base + x&(BlockCounters-1)
 			x >>= 7
@@ -132,8 +135,13 @@ func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
 // BlockedFPR is the expected false-positive rate of a Blocked512 filter with
 // the given number of blocks holding n keys with k counters each.
 func BlockedFPR(n, blocks float64, k int) float64 {
+	if !(n > 0) {
+		return 0
+	}
+	if !(blocks >= 1) {
+		return 1
+	}
 	lambda := n / blocks
-	q := math.Log1p(-1.0 / BlockCounters) // ln(1-1/128)
 	// Poisson terms computed in log space, summed over mean ± 12 sd.
 	lo := max(0, int(lambda-12*math.Sqrt(lambda)-5))
 	hi := int(lambda+12*math.Sqrt(lambda)) + 20
@@ -141,7 +149,7 @@ func BlockedFPR(n, blocks float64, k int) float64 {
 	for i := lo; i <= hi; i++ {
 		lg, _ := math.Lgamma(float64(i) + 1)
 		pi := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
-		sum += pi * math.Pow(-math.Expm1(float64(k*i)*q), float64(k))
+		sum += pi * blockHit(k, i)
 	}
 	return sum
 }
@@ -179,4 +187,43 @@ func (l Layout) EstimateFPR(counters uint64, k int, n uint64) float64 {
 		return BlockedFPR(float64(n), float64(counters/BlockCounters), k)
 	}
 	return math.Pow(-math.Expm1(-float64(k)*float64(n)/float64(counters)), float64(k))
+}
+
+var blockHits struct {
+	sync.Mutex
+	hit  [MaxK + 1][]float64
+	dist [MaxK + 1][]float64
+}
+
+// blockHit is the probability that a query's k positions (uniform, with
+// replacement) all hit non-zero counters of a block holding i keys:
+// E[(S/128)^k], with the distribution of S (counters set) computed exactly.
+func blockHit(k, i int) float64 {
+	if k*i >= 6000 { // P(some counter unset) ≤ 128·(1-1/128)^(k·i) < 1e-18
+		return 1
+	}
+	c := &blockHits
+	c.Lock()
+	defer c.Unlock()
+	for len(c.hit[k]) <= i {
+		d := c.dist[k]
+		if d == nil {
+			d = make([]float64, BlockCounters+1)
+			d[0] = 1
+			c.dist[k] = d
+		} else {
+			for b := 0; b < k; b++ {
+				for s := BlockCounters; s > 0; s-- {
+					d[s] = d[s]*float64(s)/BlockCounters + d[s-1]*float64(BlockCounters-s+1)/BlockCounters
+				}
+				d[0] = 0
+			}
+		}
+		p := 0.0
+		for s, ps := range d {
+			p += ps * math.Pow(float64(s)/BlockCounters, float64(k))
+		}
+		c.hit[k] = append(c.hit[k], p)
+	}
+	return c.hit[k][i]
 }

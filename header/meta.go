@@ -2,6 +2,7 @@ package header
 
 import (
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"math"
 )
@@ -282,6 +283,9 @@ func Pick(b []byte, fileSize int64) (m *Meta, which int, bad error, err error) {
 		return a, 0, errB, nil
 	case errB == nil:
 		return bm, 1, errA, nil
+	}
+	if errors.Is(errA, ErrChecksum) && (errors.Is(errB, ErrVersion) || errors.Is(errB, ErrCorrupt)) {
+		return nil, 0, nil, errB
 	}
 	return nil, 0, nil, errA
 }

@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -166,7 +167,7 @@ func (mf *File) Words(off, n int64) ([]uint64, error) {
 	if off%8 != 0 {
 		return nil, fmt.Errorf("%w: offset %d not 8-byte aligned", ErrRange, off)
 	}
-	if n < 0 || n > int64(len(mf.m))/8 {
+	if n < 0 || n > math.MaxInt64/8 {
 		return nil, fmt.Errorf("%w: %d words", ErrRange, n)
 	}
 	b, err := mf.Bytes(off, n*8)

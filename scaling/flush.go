@@ -29,6 +29,14 @@ func (f *Filter) Flush() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.file != nil {
+		// One flush at a time per file, across handles and processes:
+		// EndFlush cannot tell another flush's Flushing state from its own.
+		if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {
+			return fmt.Errorf("flush lock: %w", err)
+		}
+		defer f.file.Unlock(header.MetaBOffset)
+	}
 	size := f.r.Size()
 	ep, clean, ok := f.words.BeginFlush()
 	if clean {
