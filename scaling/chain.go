@@ -131,6 +131,13 @@ func (f *Filter) grow(seen int) error {
 	// Seal the previous newest filter's id range: an Add still holding the
 	// old chain can no longer widen it and is moved to the new filter, so a
 	// new filter's ids lie above every id already routed to the older one.
+	// The seal changes the previous filter's line: mark it dirty first, so a
+	// clean claim never covers it.
+	if prev := f.chain.Load(); i-1 < len(prev.f) {
+		if err := f.ensureDirty(prev.f[i-1]); err != nil {
+			return err
+		}
+	}
 	seal(f.filterWord(i-1, header.FilterMaxIDOff))
 	atomic.StoreUint64(f.published, uint64(len(m.Filters)))
 	return f.loadChain(m)

@@ -237,6 +237,11 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 		if err := f.loadChain(m); err != nil {
 			return err
 		}
+		// Decide before writing anything: a refused open leaves the file as it was.
+		if c, why := f.condition(); !o.AllowUnclean && (c == Interrupted || c == Dirty) {
+			unclean = &StateError{Condition: c, Detail: why}
+			return nil
+		}
 		if !f.ro {
 			if atomic.LoadUint64(f.published) < uint64(len(m.Filters)) {
 				// A growth was cut between the directory write and the publication.
@@ -245,9 +250,6 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			if err := f.claimSlot(); err != nil {
 				return err
 			}
-		}
-		if c, why := f.condition(); !o.AllowUnclean && (c == Interrupted || c == Dirty) {
-			unclean = &StateError{Condition: c, Detail: why}
 		}
 		return nil
 	})

@@ -58,6 +58,10 @@ func (f *Filter) Flush() error {
 		atomic.AddUint64(f.hotWord(header.FlushCountOffset), 1)
 		atomic.StoreUint64(f.hotWord(header.CleanBootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
 		if err := f.sync(header.HotOffset, header.PageSize); err != nil {
+			// The clean state may not be durable: withdraw the claim.
+			if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {
+				atomic.StoreUint64(f.words.Disk, 0)
+			}
 			return fmt.Errorf("recording the clean state: %w", err)
 		}
 	}

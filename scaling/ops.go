@@ -173,7 +173,13 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			}
 			// The filter was sealed by a growth since this chain was read:
 			// this Add raced it and is moved to the new filter.
-			if err := f.refresh(); err != nil {
+			if m == c.f[len(c.f)-1] {
+				// The newest filter is sealed: a growth is being published
+				// (or the file says so wrongly). Grow, or find that growth.
+				if err := f.grow(len(c.f)); err != nil {
+					return err
+				}
+			} else if err := f.refresh(); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,33 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newAddCmd(a *app) *cobra.Command {
+	var o bulkOpts
+	cmd := &cobra.Command{
+		Use:   "add FILE [KEY...] [--id N] [--from PATH|-]",
+		Short: "Add keys, each with the id of the row it stands for",
+		Long: `add adds the keys given on the command line (all with --id) and then the
+lines of --from: one KEY, or KEY<TAB>ID, per line (empty lines are skipped;
+a line without an id gets --id). The id is what a later remove passes, and
+what repair --rebuild-from uses to rebuild a filter by id range.
+
+Bulk input draws a progress bar on stderr when stderr is a terminal (not with
+--quiet or --json; --progress always forces it). Ctrl-C (or SIGTERM) stops
+between two operations: every add that completed is kept, the file is
+flushed and closed, and it is consistent; the exit code is then 1.
+
+At the end the file is flushed (fsync) unless --no-flush. --checkpoint N
+writes "checkpoint N" to stderr after every N keys: the first N keys of the
+input are then in the filter, visible to every process.`,
+		Example: `  dabloomsctl add spam.dbl http://a.example/ http://b.example/ --id 42
+  dabloomsctl add spam.dbl --from links.tsv
+  some-export | dabloomsctl add spam.dbl --from - --checkpoint 10000`,
+		Args: minArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runBulk(cmd.Context(), "add", args[0], args[1:], &o)
+		},
+	}
+	o.register(cmd, "add")
+	return cmd
+}

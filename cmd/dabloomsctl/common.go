@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cheggaaa/pb/v3"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/mattn/go-isatty"
+)
+
+// openRW opens a file for writing; it refuses an interrupted or dirty file.
+func (a *app) openRW(path string) (*scaling.Filter, error) {
+	return scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockTimeout, BootID: a.bootID})
+}
+
+// openRO opens a file read-only, whatever its condition: it takes no writer
+// slot and never writes.
+func (a *app) openRO(path string) (*scaling.Filter, error) {
+	return scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, LockTimeout: a.lockTimeout, BootID: a.bootID})
+}
+
+// writeJSON writes v as the one JSON document of the command's stdout.
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// wantProgress says whether bulk work draws a progress bar on stderr.
+func (a *app) wantProgress() bool {
+	if a.quiet || a.json {
+		return false
+	}
+	switch a.progress {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return isTerminal(a.stderr)
+}
+
+// newBar starts a progress bar on stderr counting bytes of input (total 0:
+// unknown, as for stdin). It returns nil when no bar is wanted.
+func (a *app) newBar(prefix string, total int64) *pb.ProgressBar {
+	if !a.wantProgress() {
+		return nil
+	}
+	tmpl := `{{string . "prefix"}} {{counters . }} {{bar . "[" "=" ">" " " "]"}} {{percent . }} {{speed . }} {{rtime . "ETA %s"}}`
+	if total <= 0 {
+		tmpl = `{{string . "prefix"}} {{counters . }} {{speed . }} {{etime . }}`
+	}
+	// A bar is drawn only on a terminal (or with --progress always): redraw
+	// in place and end with a newline.
+	bar := pb.New64(total).SetTemplateString(tmpl).SetWriter(a.stderr).
+		Set(pb.Bytes, true).Set("prefix", prefix).Set(pb.Terminal, true).Set(pb.ReturnSymbol, "\r")
+	return bar.Start()
+}
+
+// item is one key of the input, with the id its line gave.
+type item struct {
+	key   []byte
+	id    uint64
+	hasID bool
+	line  int // 1-based line number in --from, 0 for a command-line key
+}
+
+// inputError is a malformed input line; it is an operational error.
+type inputError struct {
+	name string
+	line int
+	msg  string
+}
+
+func (e *inputError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.line, e.msg) }
+
+// parseLine splits "KEY" or "KEY<TAB>ID" (an optional trailing CR is dropped).
+func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	i := bytes.LastIndexByte(b, '\t')
+	if i < 0 {
+		return b, 0, false, nil
+	}
+	id, err = strconv.ParseUint(string(b[i+1:]), 10, 64)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
+	}
+	return b[:i], id, true, nil
+}
+
+// checkInput fails early, before the filter is opened, if --from names a
+// file that cannot be read.
+func checkInput(from string) error {
+	if from == "" || from == "-" {
+		return nil
+	}
+	fh, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	return fh.Close()
+}
+
+// forEachItem calls fn for each key given on the command line and then for
+// each line of --from (a path, or "-" for stdin). Empty lines are skipped.
+// It stops between two items when ctx is cancelled (Ctrl-C) and returns
+// ctx's error, after fn has returned for every item it was given. The key
+// slice is valid only during the call.
+func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from string, fn func(it item) error) error {
+	done := ctx.Done()
+	for _, k := range keys {
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+		if err := fn(item{key: []byte(k)}); err != nil {
+			return err
+		}
+	}
+	if from == "" {
+		return nil
+	}
+	var r io.Reader
+	name := from
+	var total int64
+	if from == "-" {
+		r, name = a.stdin, "stdin"
+	} else {
+		f, err := os.Open(from)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			total = st.Size()
+		}
+		r = f
+	}
+	bar := a.newBar(verb, total)
+	if bar != nil {
+		defer bar.Finish()
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if bar != nil {
+			bar.Add64(int64(len(b) + 1))
+		}
+		select {
+		case <-done:
+			return ctx.Err()
+		default:
+		}
+		if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
+			continue
+		}
+		key, id, hasID, err := parseLine(b)
+		if err != nil {
+			return &inputError{name: name, line: line, msg: err.Error()}
+		}
+		if err := fn(item{key: key, id: id, hasID: hasID, line: line}); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
+	}
+	return nil
+}
+
+// fillBar draws fill (0..1, may exceed 1) as a bar of width cells.
+func fillBar(fill float64, width int, fancy bool) string {
+	if math.IsNaN(fill) || fill < 0 {
+		fill = 0
+	}
+	f := min(fill, 1)
+	full, empty := "#", "."
+	if fancy {
+		full, empty = "█", "░"
+	}
+	n := int(math.Round(f * float64(width)))
+	if n == 0 && fill > 0 {
+		n = 1
+	}
+	return "[" + strings.Repeat(full, n) + strings.Repeat(empty, width-n) + "]"
+}
+
+// idRange formats a filter's id range; an empty filter has none.
+func idRange(first, last uint64) string {
+	if first == math.MaxUint64 || first > last {
+		return "-"
+	}
+	if first == last {
+		return strconv.FormatUint(first, 10)
+	}
+	return strconv.FormatUint(first, 10) + ".." + strconv.FormatUint(last, 10)
+}
+
+// jsonID is an id range bound for JSON: null when the filter is empty.
+func jsonID(first, last uint64, v uint64) *uint64 {
+	if first == math.MaxUint64 || first > last {
+		return nil
+	}
+	return &v
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// fmtRate formats a probability compactly and stably (for goldens).
+func fmtRate(p float64) string {
+	switch {
+	case p == 0:
+		return "0"
+	case p >= 0.001:
+		return strconv.FormatFloat(p, 'f', 4, 64)
+	}
+	return strconv.FormatFloat(p, 'e', 2, 64)
+}

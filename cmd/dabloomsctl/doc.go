@@ -1,0 +1,155 @@
+// Command dabloomsctl creates, fills, queries, inspects, verifies, repairs
+// and backs up dablooms files: memory-mapped, persistent, scaling counting
+// Bloom filters that several processes can share (package scaling), with
+// the deep check and repair of package recover.
+//
+// Usage:
+//
+//	dabloomsctl create FILE --capacity N --error-rate P [--growth G] [--tightening R] [--seed S] [--layout L] [--force]
+//	dabloomsctl add FILE [KEY...] [--id N] [--from PATH|-] [--checkpoint N] [--flush-every N] [--no-flush]
+//	dabloomsctl remove FILE [KEY...] [--id N] [--from PATH|-] [--checkpoint N] [--flush-every N] [--no-flush]
+//	dabloomsctl contains FILE [KEY...] [--from PATH|-]
+//	dabloomsctl inspect FILE
+//	dabloomsctl verify FILE
+//	dabloomsctl repair FILE [--output NEW | --backup PATH] [--rebuild-from PATH] [--dry-run] [--wait D]
+//	dabloomsctl flush FILE
+//	dabloomsctl backup FILE DEST [--wait D] [--force]
+//	dabloomsctl bench [--keys N] [--capacity N] [--error-rate P] [--dir DIR]
+//
+// Global flags: --json (one JSON document on stdout), -q/--quiet (no
+// summary, no progress bar), --progress auto|always|never, --lock-timeout D.
+// docs/CLI.md in the repository describes every command; "dabloomsctl
+// COMMAND --help" does too.
+//
+// # Input
+//
+// --from reads a file, or stdin for "-": one key per line, "KEY" or
+// "KEY<TAB>ID" (the id after the last tab, a decimal uint64). Empty lines
+// are skipped, a trailing CR is dropped. A line without an id gets --id.
+// Command-line keys are processed first, then the lines.
+//
+// # Output
+//
+// Results go to stdout, logs, warnings and progress bars to stderr. A
+// progress bar is drawn for bulk input only when stderr is a terminal (or
+// with --progress always), never with --quiet or --json. With
+// --checkpoint N, add and remove write "checkpoint N" to stderr after every
+// N keys (even with --quiet): the first N keys of the input are then done.
+//
+// # Exit codes
+//
+//	0  success; verify, inspect and repair: the file is clean or unflushed
+//	1  operational error: I/O, lock timeout, no free writer slot, not a
+//	   dablooms file or an unknown format version, interrupted by a signal,
+//	   a key to remove was not present, the file must be repaired before it
+//	   can be written
+//	2  usage error: unknown command or flag, wrong arguments, bad value
+//	3  verify or inspect found the file interrupted, dirty, damaged or
+//	   corrupt, or repair could not make it clean
+//
+// # JSON schema
+//
+// With --json, stdout carries exactly one JSON document (pretty-printed)
+// when the command gets as far as producing a result; on a usage error or
+// an operational error before that, stdout is empty and the error is on
+// stderr. Every document has a "schema" field "dabloomsctl.COMMAND/v1".
+// Fields are only ever added within a version; a change of meaning or type
+// gets a new version. uint64 values that may exceed 2^53 (seed, hashes, bit
+// masks) are hex strings ("0x2a"); counts, seqnums, ids and sizes are JSON
+// numbers. Arrays are never null: an empty array is [].
+//
+// params (in create, inspect, verify, repair):
+//
+//	capacity          number   items of the first filter
+//	error_rate        number   false-positive bound of the chain
+//	growth_factor     number   capacity multiplier per new filter
+//	tightening_ratio  number   error-target multiplier per new filter
+//	seed              string   hash seed, hex
+//	hash              string   "xxh64" or "murmur3-dablooms"
+//	layout            string   "blocked512" or "classic"
+//
+// dabloomsctl.create/v1:
+//
+//	schema, path, file_size, params, filters (1), k, counters (of the first filter)
+//
+// dabloomsctl.add/v1 and dabloomsctl.remove/v1 (written also when the
+// command stops early: interrupted, or an error after the file was opened):
+//
+//	path         string
+//	op           string   "add" or "remove"
+//	processed    number   keys whose operation returned (input order)
+//	changed      number   keys added, or removed
+//	not_present  number   remove only: keys in no filter for their id
+//	interrupted  bool     stopped by SIGINT/SIGTERM
+//	flushed      bool     the final flush succeeded
+//	mem_seqnum   number   after the command
+//	disk_seqnum  number   after the command (0: not clean)
+//	items        number   items in the file
+//	filters      number   filters in the chain
+//
+// dabloomsctl.contains/v1:
+//
+//	path, condition (clean, unflushed, interrupted, dirty),
+//	results: [{key: string, present: bool}] in input order,
+//	present: number, absent: number
+//
+// dabloomsctl.verify/v1 (a report; also the "report" of repair):
+//
+//	path          string
+//	state         string   clean, unflushed, interrupted, dirty, damaged, corrupt
+//	exit_code     number   the exit code this report gives (0, 1 or 3)
+//	mem_seqnum    number   0 while an operation is in flight or was cut
+//	disk_seqnum   number   0 unless the phase is clean
+//	phase         string   clean, marking, dirty, flushing ("" if unreadable)
+//	epoch         number
+//	boot_matches  bool     the dirty mark was recorded on this boot
+//	file_size     number
+//	params        object   see above
+//	findings      [{state, filter, slot, offset, field, message}]
+//	              filter, slot and offset are -1 when they do not apply
+//	filters       [{index, first_id, last_id, capacity, items, k, counters,
+//	                counter_sum, saturated, dirty, offset, length}]
+//	              first_id and last_id are null while the filter is empty
+//	slots         [{slot, status, live, pid, completed, in_flight}]
+//	              status: "live", "dead" (ended without closing) or "closed";
+//	              in_flight: [{record, op, filter, hash, changed, doubt}],
+//	              hash, changed and doubt hex strings
+//	needs_rebuild [number]  filters whose counters need --rebuild-from
+//	actions       [string]  what repair did (or would do)
+//
+// dabloomsctl.inspect/v1:
+//
+//	path, format {major, minor, generation, copy ("A" or "B")} or null,
+//	created (RFC 3339, "" if unknown), file_size, params (null if the file
+//	cannot be opened), condition (clean, unflushed, interrupted, dirty, or
+//	"unknown" if it cannot be opened), state (of the deep check), exit_code,
+//	mem_seqnum, disk_seqnum, phase, epoch, seqnum_meaning (a sentence),
+//	items, estimated_fpr, live_slots, dead_slots, closed_slots,
+//	interrupted_ops, slots (as in verify), findings (as in verify), and
+//	filters: [{index, first_id, last_id, capacity, items, fill,
+//	error_target, estimated_fpr, k, counters, bytes, offset, layout, hash,
+//	saturated (null if unknown), dirty}]
+//
+// dabloomsctl.repair/v1:
+//
+//	path, output ("" in place), backup ("" if none was kept), rebuild_from,
+//	dry_run, keys (re-added from --rebuild-from), error ("" unless repair
+//	gave up and wrote nothing), state, exit_code, report (a verify/v1 report
+//	without "schema", of the file written, or of the file as it is when
+//	error is set)
+//
+// dabloomsctl.flush/v1:
+//
+//	path, condition, mem_seqnum, disk_seqnum
+//
+// dabloomsctl.backup/v1:
+//
+//	path, dest, bytes, mem_seqnum, disk_seqnum, epoch, attempts
+//
+// dabloomsctl.bench/v1:
+//
+//	keys, capacity, error_rate, file_size, filters, false_positives,
+//	false_negatives, measured_fpr, estimated_fpr, flush_ms,
+//	results: [{name, ops, ns_per_op}] for "add", "contains (hit)",
+//	"contains (miss)", "remove"
+package main

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dablooms/dablooms/recover"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (documented in the root command's help, docs/CLI.md and the README).
+const (
+	exitOK      = 0
+	exitFail    = 1
+	exitUsage   = 2
+	exitUnclean = 3
+)
+
+// exitError carries an exit code. A nil err with a code means the command
+// already said everything it had to say (on stdout or stderr).
+type exitError struct {
+	code int
+	err  error
+	cmd  *cobra.Command // for usage errors: whose --help to point to
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// uncleanf returns exit code 3 with a message.
+func uncleanf(format string, args ...any) error {
+	return &exitError{code: exitUnclean, err: fmt.Errorf(format, args...)}
+}
+
+// silentExit returns an exit code whose reason the command already printed.
+func silentExit(code int) error { return &exitError{code: code} }
+
+// exitCode prints err (if any) to stderr and maps it to an exit code.
+func (a *app) exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	code := exitFail
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	}
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) {
+		msg = "interrupted: " + msg
+	}
+	fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", msg)
+	if hint := hintFor(err); hint != "" {
+		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", hint)
+	}
+	if code == exitUsage {
+		name := "dabloomsctl"
+		if ee != nil && ee.cmd != nil {
+			name = ee.cmd.CommandPath()
+		}
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", name)
+	}
+	return code
+}
+
+// hintFor suggests what to do about well-known library errors.
+func hintFor(err error) string {
+	var se *scaling.StateError
+	switch {
+	case errors.As(err, &se):
+		return "run 'dabloomsctl verify FILE' to see why, then 'dabloomsctl repair FILE'"
+	case errors.Is(err, scaling.ErrLockTimeout):
+		return "another process holds the lock; retry, or raise --lock-timeout"
+	case errors.Is(err, scaling.ErrNoSlot):
+		return "every writer slot is taken by a live process or holds a cut operation: run 'dabloomsctl verify FILE'"
+	case errors.Is(err, recover.ErrBusy):
+		return "another process has the file open for writing: stop it, or raise --wait"
+	case errors.Is(err, scaling.ErrExists):
+		return "use --force to replace it"
+	}
+	return ""
+}
+
+// isCorruption reports whether err says the file's bytes are wrong (as
+// opposed to an I/O problem or a file that is not a dablooms file at all).
+func isCorruption(err error) bool {
+	return errors.Is(err, scaling.ErrCorrupt) || errors.Is(err, scaling.ErrChecksum)
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/dablooms/dablooms/recover"
+	"github.com/spf13/cobra"
+)
+
+type repairJSON struct {
+	Schema      string     `json:"schema"`
+	Path        string     `json:"path"`
+	Output      string     `json:"output"`       // "" when repaired in place
+	Backup      string     `json:"backup"`       // "" when --output or --dry-run
+	RebuildFrom string     `json:"rebuild_from"` // "" without --rebuild-from
+	DryRun      bool       `json:"dry_run"`
+	Keys        uint64     `json:"keys"`  // keys read from --rebuild-from and re-added
+	Error       string     `json:"error"` // "" unless repair gave up (nothing was written)
+	State       string     `json:"state"`
+	ExitCode    int        `json:"exit_code"`
+	Report      reportJSON `json:"report"`
+}
+
+func newRepairCmd(a *app) *cobra.Command {
+	var (
+		output, backup, rebuildFrom string
+		dryRun                      bool
+		wait                        time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "repair FILE [--output NEW] [--rebuild-from PATH] [--dry-run]",
+		Short: "Roll back cut operations and rebuild damaged filters",
+		Long: `repair brings a file back to a clean state:
+  interrupted  the operations that dead writers left in flight are rolled
+               back from their slot records (a cut add is undone; a cut
+               remove is undone too, so the key stays present)
+  dirty        (an OS crash or power loss since the last flush) the filters
+               marked dirty cannot be trusted and are rebuilt from
+               --rebuild-from; without it they are left as they are, and the
+               exit code is 3
+  damaged      item counts and hot words are recomputed; filters that cannot
+               be fixed are rebuilt from --rebuild-from
+  unflushed    the file is flushed
+and then verifies the result, printing the findings as verify does.
+
+--rebuild-from PATH is the source of truth: one KEY<TAB>ID line per key that
+should be in the filter. For each filter to rebuild, the lines whose id is
+in the filter's id range are added again (the file is read once per filter).
+
+In place (no --output), the original is first copied to --backup (default
+FILE.bak, or FILE.bak.2, ... if that exists), which is kept. With --output
+NEW the original is left untouched and the repaired file is written to NEW.
+--dry-run only reports what would be done. repair waits up to --wait for
+writers that are still running to finish their operations.
+
+The exit code is 0 if the file ends clean (or unflushed), 3 if it could not
+be made clean.`,
+		Example: `  dabloomsctl repair spam.dbl
+  dabloomsctl repair spam.dbl --rebuild-from links.tsv
+  dabloomsctl repair spam.dbl --output spam.fixed.dbl --dry-run`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := args[0]
+			if output != "" && backup != "" {
+				return usageErrorf("--backup is for repairs in place; with --output the original is left untouched")
+			}
+			if _, err := os.Stat(path); err != nil {
+				return err
+			}
+			if rebuildFrom != "" {
+				if _, err := os.Stat(rebuildFrom); err != nil {
+					return err
+				}
+			}
+			if output == "" && backup == "" && !dryRun {
+				backup = freeBackupName(path)
+			}
+			o := &recover.RepairOptions{Output: output, Backup: backup, Wait: wait, DryRun: dryRun, BootID: a.bootID}
+			res := repairJSON{
+				Schema: "dabloomsctl.repair/v1", Path: path, Output: output, Backup: backup,
+				RebuildFrom: rebuildFrom, DryRun: dryRun,
+			}
+			if dryRun {
+				res.Backup = ""
+			}
+			var r *recover.Report
+			var err error
+			if rebuildFrom != "" {
+				r, err = recover.Rebuild(path, a.lineSource(cmd.Context(), rebuildFrom, &res.Keys), o)
+			} else {
+				r, err = recover.Repair(path, o)
+			}
+			if err != nil && r == nil {
+				return err
+			}
+			res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
+			if err != nil {
+				// Nothing was written: the report is that of the file as it is.
+				res.Output, res.Backup = "", ""
+				res.Error = err.Error()
+				if res.ExitCode == exitOK {
+					res.ExitCode = exitFail
+				}
+			}
+			if a.json {
+				if err := a.writeJSON(res); err != nil {
+					return err
+				}
+				return silentExit(res.ExitCode)
+			}
+			for _, act := range r.Actions {
+				fmt.Fprintf(a.stdout, "action: %s\n", act)
+			}
+			writeFindings(a.stdout, r)
+			target := path
+			if output != "" {
+				target = output
+			}
+			label := "repaired " + target
+			switch {
+			case err != nil:
+				label = "could not repair " + path + ", which is"
+			case dryRun:
+				label = "dry run, " + target + " would be"
+			}
+			writeSummary(a.stdout, label, r)
+			if rebuildFrom != "" {
+				verb := "re-added"
+				if dryRun {
+					verb = "would be re-added"
+				}
+				fmt.Fprintf(a.stdout, "rebuild from %s: %d key(s) %s\n", rebuildFrom, res.Keys, verb)
+			}
+			if res.Backup != "" {
+				fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
+			}
+			if err != nil {
+				a.warnf("repair: %v", err)
+			} else if res.ExitCode == exitUnclean {
+				a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r.State))
+			}
+			return silentExit(res.ExitCode)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&output, "output", "o", "", "write the repaired file here and leave FILE untouched")
+	fs.StringVar(&backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak)")
+	fs.StringVar(&rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
+	fs.BoolVarP(&dryRun, "dry-run", "n", false, "report what would be done; change nothing")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for live writers to finish their operations")
+	return cmd
+}
+
+// freeBackupName returns path.bak, or path.bak.N for the first free N.
+func freeBackupName(path string) string {
+	name := path + ".bak"
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(name); os.IsNotExist(err) {
+			return name
+		}
+		name = path + ".bak." + strconv.Itoa(i)
+	}
+}
+
+// lineSource reads KEY<TAB>ID lines from path and yields those whose id is
+// in [first, last]. It counts the keys it yields in *n.
+func (a *app) lineSource(ctx context.Context, path string, n *uint64) recover.Source {
+	return func(first, last uint64, add func(key []byte, id uint64) error) error {
+		fh, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		var total int64
+		if st, err := fh.Stat(); err == nil {
+			total = st.Size()
+		}
+		label := fmt.Sprintf("rebuild ids %d..%d", first, last)
+		if last == math.MaxUint64 {
+			label = fmt.Sprintf("rebuild ids %d..", first)
+		}
+		bar := a.newBar(label, total)
+		if bar != nil {
+			defer bar.Finish()
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			b := sc.Bytes()
+			if bar != nil {
+				bar.Add64(int64(len(b) + 1))
+			}
+			if line&1023 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
+				continue
+			}
+			key, id, hasID, err := parseLine(b)
+			if err != nil {
+				return &inputError{name: path, line: line, msg: err.Error()}
+			}
+			if !hasID {
+				return &inputError{name: path, line: line, msg: "no id: --rebuild-from needs KEY<TAB>ID lines"}
+			}
+			if id < first || id > last {
+				continue
+			}
+			if err := add(key, id); err != nil {
+				return err
+			}
+			*n++
+		}
+		return sc.Err()
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/recover"
+)
+
+// The JSON form of a recover.Report, shared by verify, inspect and repair.
+// Field names are part of the documented schema (doc.go, docs/CLI.md).
+
+type findingJSON struct {
+	State   string `json:"state"`
+	Filter  int    `json:"filter"` // -1: not about one filter
+	Slot    int    `json:"slot"`   // -1: not about one writer slot
+	Offset  int64  `json:"offset"` // -1: no one byte offset
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+type filterReportJSON struct {
+	Index      int     `json:"index"`
+	FirstID    *uint64 `json:"first_id"` // null while the filter is empty
+	LastID     *uint64 `json:"last_id"`
+	Capacity   uint64  `json:"capacity"`
+	Items      uint64  `json:"items"`
+	K          int     `json:"k"`
+	Counters   uint64  `json:"counters"`
+	CounterSum uint64  `json:"counter_sum"`
+	Saturated  uint64  `json:"saturated"`
+	Dirty      bool    `json:"dirty"`
+	Offset     int64   `json:"offset"`
+	Length     int64   `json:"length"`
+}
+
+type opJSON struct {
+	Record  int    `json:"record"`
+	Op      string `json:"op"`
+	Filter  int    `json:"filter"`
+	Hash    string `json:"hash"`    // hex
+	Changed string `json:"changed"` // hex bit mask of the key's positions already changed
+	Doubt   string `json:"doubt"`   // hex bit mask of positions whose change is uncertain
+}
+
+type slotJSON struct {
+	Slot int `json:"slot"`
+	// Status is "live" (a running process holds the slot), "dead" (its
+	// process ended without closing: killed, or crashed) or "closed" (its
+	// last owner closed it; it only keeps its count of operations).
+	Status    string   `json:"status"`
+	Live      bool     `json:"live"`
+	PID       uint64   `json:"pid"`
+	Completed uint64   `json:"completed"`
+	InFlight  []opJSON `json:"in_flight"`
+}
+
+type reportJSON struct {
+	Schema       string             `json:"schema,omitempty"`
+	Path         string             `json:"path"`
+	State        string             `json:"state"`
+	ExitCode     int                `json:"exit_code"`
+	MemSeqnum    uint64             `json:"mem_seqnum"`
+	DiskSeqnum   uint64             `json:"disk_seqnum"`
+	Phase        string             `json:"phase"`
+	Epoch        uint64             `json:"epoch"`
+	BootMatches  bool               `json:"boot_matches"`
+	FileSize     int64              `json:"file_size"`
+	Params       paramsJSON         `json:"params"`
+	Findings     []findingJSON      `json:"findings"`
+	Filters      []filterReportJSON `json:"filters"`
+	Slots        []slotJSON         `json:"slots"`
+	NeedsRebuild []int              `json:"needs_rebuild"` // filters whose counters need --rebuild-from
+	Actions      []string           `json:"actions"`       // what repair did (or, with --dry-run, would do)
+}
+
+func hex64(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+// reportExit maps a report to the exit code of verify, inspect and repair:
+// 0 for clean and unflushed, 3 for the other states, except that a file that
+// is not a dablooms file at all (or of an unknown version) is an
+// operational error, 1.
+func reportExit(r *recover.Report) int {
+	if r.State == recover.Clean || r.State == recover.Unflushed {
+		return exitOK
+	}
+	if err := r.Err(); errors.Is(err, header.ErrNotDablooms) || errors.Is(err, header.ErrVersion) {
+		return exitFail
+	}
+	return exitUnclean
+}
+
+func toReportJSON(r *recover.Report) reportJSON {
+	out := reportJSON{
+		Path: r.Path, State: r.State.String(), ExitCode: reportExit(r),
+		MemSeqnum: r.MemSeqnum, DiskSeqnum: r.DiskSeqnum, Phase: r.Phase, Epoch: r.Epoch,
+		BootMatches: r.BootMatches, FileSize: r.FileSize, Params: toParamsJSON(r.Params),
+		Findings: []findingJSON{}, Filters: []filterReportJSON{}, Slots: []slotJSON{},
+		NeedsRebuild: append([]int{}, r.NeedsRebuild...), Actions: append([]string{}, r.Actions...),
+	}
+	for _, f := range r.Findings {
+		out.Findings = append(out.Findings, findingJSON{State: f.State.String(), Filter: f.Filter, Slot: f.Slot, Offset: f.Offset, Field: f.Field, Message: f.Message})
+	}
+	for _, f := range r.Filters {
+		out.Filters = append(out.Filters, filterReportJSON{
+			Index: f.Index, FirstID: jsonID(f.FirstID, f.LastID, f.FirstID), LastID: jsonID(f.FirstID, f.LastID, f.LastID),
+			Capacity: f.Capacity, Items: f.Items, K: f.K, Counters: f.Counters, CounterSum: f.CounterSum,
+			Saturated: f.Saturated, Dirty: f.Dirty, Offset: f.Offset, Length: f.Length,
+		})
+	}
+	owners := slotOwners(r.Path)
+	for _, s := range r.Slots {
+		status := "closed"
+		switch {
+		case s.Live:
+			status = "live"
+		case owners[s.Slot] != 0 || len(s.InFlight) > 0:
+			status = "dead"
+		}
+		sj := slotJSON{Slot: s.Slot, Status: status, Live: s.Live, PID: s.PID, Completed: s.Completed, InFlight: []opJSON{}}
+		for _, o := range s.InFlight {
+			sj.InFlight = append(sj.InFlight, opJSON{Record: o.Record, Op: o.Op, Filter: o.Filter, Hash: hex64(o.Hash), Changed: hex64(o.Changed), Doubt: hex64(o.Doubt)})
+		}
+		out.Slots = append(out.Slots, sj)
+	}
+	return out
+}
+
+// writeFindings prints every finding on its own line.
+func writeFindings(w io.Writer, r *recover.Report) {
+	for _, f := range r.Findings {
+		fmt.Fprintln(w, f.String())
+	}
+}
+
+// String formats a finding as recover.Finding.String does.
+func (f findingJSON) String() string {
+	return recover.Finding{State: stateOf(f.State), Filter: f.Filter, Slot: f.Slot, Offset: f.Offset, Field: f.Field, Message: f.Message}.String()
+}
+
+func stateOf(name string) recover.State {
+	for s := recover.Clean; s <= recover.Corrupt; s++ {
+		if s.String() == name {
+			return s
+		}
+	}
+	return recover.Corrupt
+}
+
+// slotOwners reads the owner word of every writer slot: zero when the slot's
+// last owner closed it. Errors leave the map empty (every slot "closed"
+// unless live or in flight).
+func slotOwners(path string) map[int]uint64 {
+	owners := map[int]uint64{}
+	fh, err := os.Open(path)
+	if err != nil {
+		return owners
+	}
+	defer fh.Close()
+	b := make([]byte, header.NumSlots*header.SlotSize)
+	if _, err := fh.ReadAt(b, header.SlotsOffset); err != nil {
+		return owners
+	}
+	for s := 0; s < header.NumSlots; s++ {
+		owners[s] = binary.LittleEndian.Uint64(b[s*header.SlotSize+header.SlotOwnerOff:])
+	}
+	return owners
+}
+
+// writeSummary prints the one-line summary of a report.
+func writeSummary(w io.Writer, label string, r *recover.Report) {
+	fmt.Fprintf(w, "%s: %s (%d finding(s))", label, r.State, len(r.Findings))
+	if r.Phase != "" {
+		fmt.Fprintf(w, "; mem_seqnum %d, disk_seqnum %d, phase %s, epoch %d", r.MemSeqnum, r.DiskSeqnum, r.Phase, r.Epoch)
+	}
+	fmt.Fprintln(w)
+}
+
+// stateMeaning explains a state in a few words.
+func stateMeaning(s recover.State) string {
+	switch s {
+	case recover.Clean:
+		return "equal to the last flush; nothing to do"
+	case recover.Unflushed:
+		return "changed since the last flush on this boot; every completed change is in the page cache and the contents are trustworthy ('flush' makes them durable)"
+	case recover.Interrupted:
+		return "a writer died in the middle of an operation: 'repair' rolls it back"
+	case recover.Dirty:
+		return "changed since the last flush and the machine restarted since: pages may be lost; 'repair --rebuild-from' rebuilds the filters marked dirty"
+	case recover.Damaged:
+		return "some filter or hot word is wrong but the file's structure is sound: 'repair' (with --rebuild-from for the filters it cannot fix)"
+	case recover.Corrupt:
+		return "the file's structure is broken: restore a backup, or 'repair --rebuild-from' into --output"
+	}
+	return ""
+}

@@ -1,0 +1,358 @@
+// Command dbfront puts a dablooms filter in front of a SQLite database (the
+// pure-Go modernc.org/sqlite driver: no cgo, no setup). A table of spam links
+// is the source of truth; the filter holds every link with its row id as
+// the filter id, so that:
+//
+//   - a lookup asks the database only when the filter says "maybe", and the
+//     example counts the queries the filter saved;
+//
+//   - a deletion passes the row id it deleted to Remove, which uses it to
+//     find the filter holding the link;
+//
+//   - after a simulated operating-system crash (the filter changed since its
+//     last flush, the machine "restarted", and the pages of the changed
+//     filter were lost), recover.Rebuild rebuilds only the filters marked
+//     dirty, each from the rows of its id range, with a SELECT by rowid.
+//
+//     go run ./examples/dbfront          # 20,000 links, 100,000 lookups
+//     go run ./examples/dbfront -short   # 2,000 links, 10,000 lookups (CI)
+//
+// It exits with status 1 if any link in the database is missing from the
+// filter at the end.
+package main
+
+import (
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/dablooms/dablooms/recover"
+	"github.com/dablooms/dablooms/scaling"
+	_ "modernc.org/sqlite"
+)
+
+type config struct {
+	links   int // spam links inserted before the flush
+	lookups int // URLs looked up
+}
+
+func main() {
+	short := flag.Bool("short", os.Getenv("DABLOOMS_EXAMPLE_SHORT") != "", "2,000 links and 10,000 lookups (also DABLOOMS_EXAMPLE_SHORT=1)")
+	flag.Parse()
+	cfg := config{links: 20000, lookups: 100000}
+	if *short {
+		cfg = config{links: 2000, lookups: 10000}
+	}
+	if err := run(os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "dbfront:", err)
+		os.Exit(1)
+	}
+}
+
+// otherBoot stands for the boot identity of the machine after the crash.
+const otherBoot = "other-boot"
+
+func spamURL(i int) string  { return fmt.Sprintf("http://spam-%d.example/win", i) }
+func cleanURL(i int) string { return fmt.Sprintf("https://site-%d.example/page", i) }
+
+type store struct {
+	db      *sql.DB
+	f       *scaling.Filter
+	queries int // database lookups made
+	saved   int // database lookups the filter made unnecessary
+	fp      int // filter said maybe, the database said no
+}
+
+// isSpam answers from the filter when it can, else from the database.
+func (s *store) isSpam(url string) (bool, error) {
+	if !s.f.ContainsString(url) {
+		s.saved++
+		return false, nil // certainly not in the table
+	}
+	s.queries++
+	var id int64
+	err := s.db.QueryRow(`SELECT id FROM spam_links WHERE url = ?`, url).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.fp++
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// insert adds rows in one transaction, and each link to the filter with
+// its row id as the filter id, before the commit: if the process dies
+// before the commit, the filter holds a link the table does not (a false
+// positive, harmless); the other order could lose a link (a false negative).
+func (s *store) insert(urls []string) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, url := range urls {
+		res, err := tx.Exec(`INSERT INTO spam_links (url) VALUES (?)`, url)
+		if err != nil {
+			return err
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		if err := s.f.AddString(url, uint64(id)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// remove deletes rows in one transaction and, after the commit, removes
+// each link from the filter with the row id it had: a crash in between
+// leaves a link in the filter that the table no longer has (harmless).
+func (s *store) remove(urls []string) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	ids := make([]int64, len(urls))
+	for i, url := range urls {
+		if err := tx.QueryRow(`DELETE FROM spam_links WHERE url = ? RETURNING id`, url).Scan(&ids[i]); err != nil {
+			return fmt.Errorf("delete %s: %w", url, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	for i, url := range urls {
+		if err := s.f.RemoveString(url, uint64(ids[i])); err != nil {
+			return fmt.Errorf("remove %s (id %d): %w", url, ids[i], err)
+		}
+	}
+	return nil
+}
+
+// source is recover.Rebuild's view of the database: the links whose row id
+// lies in [first, last].
+func source(db *sql.DB) recover.Source {
+	return func(first, last uint64, add func(key []byte, id uint64) error) error {
+		first, last = min(first, math.MaxInt64), min(last, math.MaxInt64)
+		rows, err := db.Query(`SELECT url, id FROM spam_links WHERE id BETWEEN ? AND ? ORDER BY id`, int64(first), int64(last))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var url string
+			var id int64
+			if err := rows.Scan(&url, &id); err != nil {
+				return err
+			}
+			if err := add([]byte(url), uint64(id)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+// missing counts the links of the table that the filter says are absent.
+func missing(db *sql.DB, f *scaling.Filter) (int, int, error) {
+	rows, err := db.Query(`SELECT url FROM spam_links`)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	n, miss := 0, 0
+	for rows.Next() {
+		var url string
+		if err := rows.Scan(&url); err != nil {
+			return 0, 0, err
+		}
+		n++
+		if !f.ContainsString(url) {
+			miss++
+		}
+	}
+	return n, miss, rows.Err()
+}
+
+func run(w io.Writer, cfg config) error {
+	dir, err := os.MkdirTemp("", "dablooms-dbfront-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	dbPath, filterPath := filepath.Join(dir, "links.db"), filepath.Join(dir, "links.dbl")
+	db, err := sql.Open("sqlite", dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE spam_links (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE)`); err != nil {
+		return err
+	}
+	f, err := scaling.Create(filterPath, &scaling.Options{Capacity: uint64(cfg.links / 2), ErrorRate: 0.01})
+	if err != nil {
+		return err
+	}
+	s := &store{db: db, f: f}
+	closeFilter := func() {
+		if s.f != nil {
+			s.f.Close()
+		}
+	}
+	defer func() { closeFilter() }()
+
+	// 1. Fill the table and the filter.
+	var urls []string
+	for i := range cfg.links {
+		urls = append(urls, spamURL(i))
+	}
+	if err := s.insert(urls); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "inserted %d spam links; each row id is the link's filter id (%d filters in the chain)\n", cfg.links, len(f.Stats().Filters))
+
+	// 2. Look up URLs, 1 in 10 of them spam: the filter answers "no" for
+	//    almost all of the others without asking the database.
+	r := rand.New(rand.NewPCG(7, 7))
+	spamSeen := 0
+	for i := range cfg.lookups {
+		url := cleanURL(i)
+		if i%10 == 0 {
+			url = spamURL(r.IntN(cfg.links))
+		}
+		spam, err := s.isSpam(url)
+		if err != nil {
+			return err
+		}
+		if spam {
+			spamSeen++
+		}
+	}
+	fmt.Fprintf(w, "looked up %d URLs: %d spam, %d database queries, %d saved by the filter (%.1f%%), %d false positives (filter \"maybe\", database \"no\")\n",
+		cfg.lookups, spamSeen, s.queries, s.saved, 100*float64(s.saved)/float64(cfg.lookups), s.fp)
+
+	// 3. Delete a tenth of the links, passing each deleted row id to Remove.
+	urls = urls[:0]
+	for i := 0; i < cfg.links; i += 10 {
+		urls = append(urls, spamURL(i))
+	}
+	if err := s.remove(urls); err != nil {
+		return err
+	}
+	deleted := len(urls)
+	stillSaid := 0
+	for i := 0; i < cfg.links; i += 10 {
+		if s.f.ContainsString(spamURL(i)) {
+			stillSaid++
+		}
+	}
+	fmt.Fprintf(w, "deleted %d links (DELETE ... RETURNING id, commit, then Remove(url, id)); the filter still says \"maybe\" for %d of them (false positives)\n", deleted, stillSaid)
+
+	if err := f.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "flushed: condition %s, disk_seqnum %d\n", f.Condition(), f.DiskSeqnum())
+
+	// 4. More links after the flush: they go to the newest filter, which
+	//    is then the only one marked dirty.
+	added := cfg.links / 10
+	urls = urls[:0]
+	for i := cfg.links; i < cfg.links+added; i++ {
+		urls = append(urls, spamURL(i))
+	}
+	if err := s.insert(urls); err != nil {
+		return err
+	}
+	st := f.Stats()
+	newest := st.Filters[len(st.Filters)-1]
+	fmt.Fprintf(w, "inserted %d more links after the flush into filter %d (ids %d..%d)\n", added, newest.Index, newest.FirstID, newest.LastID)
+
+	// 5. The crash: the machine goes down before the next flush. The
+	//    database is durable (the INSERTs were committed), but the page cache
+	//    held the filter's counters: simulate losing them by zeroing the
+	//    counters of the filters changed since the flush.
+	s.f.Close()
+	s.f = nil
+	var dirtyRanges [][3]int64
+	for _, fs := range st.Filters {
+		if fs.Dirty {
+			dirtyRanges = append(dirtyRanges, [3]int64{int64(fs.Index), fs.Offset, fs.Bytes})
+		}
+	}
+	if err := zeroRanges(filterPath, dirtyRanges); err != nil {
+		return err
+	}
+	_, err = scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot})
+	var se *scaling.StateError
+	if !errors.As(err, &se) {
+		return fmt.Errorf("opening after the crash: want a *scaling.StateError, got %v", err)
+	}
+	fmt.Fprintf(w, "crash: the machine restarted; Open refuses the filter: %v\n", err)
+	g, err := scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot, AllowUnclean: true, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	var dirty []int
+	for _, fs := range g.Stats().Filters {
+		if fs.Dirty {
+			dirty = append(dirty, fs.Index)
+		}
+	}
+	total, miss, err := missing(db, g)
+	cond := g.Condition()
+	g.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "opened anyway (AllowUnclean): condition %s, filters marked dirty: %v; %d of the %d links in the database are missing from the filter\n",
+		cond, dirty, miss, total)
+
+	// 6. Rebuild the dirty filters from the database, by id range.
+	rep, err := recover.Rebuild(filterPath, source(db), &recover.RepairOptions{BootID: otherBoot})
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	for _, a := range rep.Actions {
+		fmt.Fprintf(w, "  rebuild: %s\n", a)
+	}
+	fmt.Fprintf(w, "rebuilt from the database (SELECT url, id FROM spam_links WHERE id BETWEEN first AND last): state %s\n", rep.State)
+	s.f, err = scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot})
+	if err != nil {
+		return fmt.Errorf("reopening after the rebuild: %w", err)
+	}
+	total, miss, err = missing(db, s.f)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "after the rebuild: condition %s, %d of the %d links in the database are missing from the filter\n", s.f.Condition(), miss, total)
+	if miss > 0 {
+		return fmt.Errorf("%d links of the database are missing from the filter (false negatives)", miss)
+	}
+	fmt.Fprintln(w, "no false negatives: every link in the database is in the filter")
+	return nil
+}
+
+// zeroRanges overwrites [offset, offset+length) of the file with zeros for
+// each range: the pages an OS crash lost.
+func zeroRanges(path string, ranges [][3]int64) error {
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	for _, r := range ranges {
+		if _, err := fh.WriteAt(make([]byte, r[2]), r[1]); err != nil {
+			return err
+		}
+	}
+	return fh.Sync()
+}

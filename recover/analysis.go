@@ -1,0 +1,712 @@
+package recover
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"reflect"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+var le = binary.LittleEndian
+
+// Record op word: bits 0-1 the operation type (0 = idle), bits 8-15 the
+// filter, bits 16-63 the number of operations completed through the record
+// (scaling/slot.go).
+const (
+	opTypeMask    = 3
+	opFilterShift = 8
+	opCountShift  = 16
+)
+
+// itemLimit is the largest item count a filter of the given capacity may
+// legitimately hold: a sealed filter takes capacity/64+16 items beyond its
+// capacity for ids inside its range (scaling's slack), and concurrent adders
+// may each pass the capacity check before any increments, at most one per
+// in-flight record of every slot.
+func itemLimit(capacity uint64) uint64 {
+	return capacity + capacity/64 + 16 + header.NumSlots*header.RecordsPerSlot
+}
+
+// analysis is everything Verify learns about a file; Repair and Rebuild plan
+// from it.
+type analysis struct {
+	size int64
+	head []byte // the first DataOffset bytes, zero-padded if the file is shorter
+	boot bootID // this machine's
+
+	metas     [2]*header.Meta
+	metaErrs  [2]error
+	meta      *header.Meta // the copy in use; nil if neither is valid
+	which     int          // 0 = copy A, 1 = copy B
+	restore   int          // copy that Repair rewrites from the other, -1 if none
+	published uint64
+
+	hotOK      bool // the state word and the published count are plausible
+	state      uint64
+	epoch      uint64
+	phase      seqnum.Phase
+	disk       uint64
+	stored     bootID // boot identity recorded with the dirty mark
+	bootMatch  bool
+	trusted    bool // clean, or dirty on this boot: counters of dirty filters hold every change
+	hotUnused  bool // unused bytes of the hot page are not zero
+	linesDirty bool // unused filter lines are not zero
+
+	filters     []filterInfo
+	slots       [header.NumSlots]slotInfo
+	anyLive     bool
+	mem         uint64 // sum of completed counts over every record
+	anyInFlight bool
+
+	needRebuild []bool
+	findings    []Finding
+}
+
+type filterInfo struct {
+	desc                      header.FilterDesc
+	items, mark, minID, maxID uint64 // maxID without the Sealed bit
+	sealed                    bool   // the Sealed bit of the max id word
+	lineOK                    bool   // mark, id range and the reserved words are plausible
+	itemsOK                   bool   // 0 ≤ items ≤ capacity + slack
+	lineExtra                 bool   // reserved words of the line are not zero
+	sum, sat                  uint64
+	tailOff                   int64 // first non-zero byte after the last counter, -1 if none
+	dirty                     bool
+	recs                      []recRef // in-flight records of dead slots that target the filter
+	res                       *resolution
+	recount                   bool // Repair sets items = sum/k
+}
+
+type slotInfo struct {
+	owner, pid, opened uint64
+	live               bool
+	recs               [header.RecordsPerSlot]recInfo
+	completed          uint64
+	inFlight           int
+	garbage            bool // a record's fields cannot be right
+}
+
+type recInfo struct {
+	op, hash, changed, doubt uint64
+	extra                    bool // reserved words are not zero
+	valid                    bool // an in-flight record whose fields make sense
+	bad                      bool // fields that cannot be right (idle or in flight)
+}
+
+type recRef struct{ slot, rec int }
+
+func (r *recInfo) inFlight() bool { return r.op&opTypeMask != 0 }
+func (r *recInfo) count() uint64  { return r.op >> opCountShift }
+func (r *recInfo) filter() int    { return int(r.op >> opFilterShift & 0xff) }
+func (r *recInfo) dir() int64 {
+	if r.op&opTypeMask == header.OpRemove {
+		return -1
+	}
+	return 1
+}
+
+func (a *analysis) word(off int64) uint64 { return le.Uint64(a.head[off:]) }
+
+func (a *analysis) note(s State, filter, slot int, off int64, field string, sentinel error, format string, args ...any) {
+	a.findings = append(a.findings, Finding{State: s, Filter: filter, Slot: slot, Offset: off, Field: field, Message: fmt.Sprintf(format, args...), Err: sentinel})
+}
+
+// analyze reads and checks everything. live reports whether another process
+// holds the lock byte at off (nil: no process does). It returns an error only
+// when the image cannot be read.
+func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, error) {
+	a := &analysis{size: img.Size(), boot: boot, restore: -1}
+	if b, ok := img.(bytesImage); ok && len(b) >= header.DataOffset {
+		a.head = b[:header.DataOffset:header.DataOffset] // only read
+	} else {
+		a.head = make([]byte, header.DataOffset)
+		if n := min(a.size, header.DataOffset); n > 0 {
+			if err := readFull(img, a.head[:n], 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !a.decodeMeta() {
+		return a, nil
+	}
+	a.readHot()
+	a.readLines()
+	if err := a.readCounters(img); err != nil {
+		return nil, err
+	}
+	a.readSlots(live)
+	if err := a.classify(img); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// findingOf turns a decoding error into a finding.
+func findingOf(s State, err error, prefix string) Finding {
+	f := Finding{State: s, Filter: -1, Slot: -1, Offset: -1, Message: prefix + err.Error(), Err: header.ErrCorrupt}
+	var ce *header.CorruptionError
+	if errors.As(err, &ce) {
+		f.Offset, f.Filter, f.Field, f.Message, f.Err = ce.Offset, ce.Filter, ce.Field, prefix+ce.Reason, ce.Err
+	}
+	return f
+}
+
+var copyName = [2]string{"A", "B"}
+
+func (a *analysis) decodeMeta() bool {
+	if a.size < header.DataOffset {
+		n := min(a.size, 2*header.MetaSize)
+		_, _, _, err := header.Pick(a.head[:n], a.size)
+		if err == nil {
+			err = &header.CorruptionError{Offset: 0, Filter: -1, Field: "size", Reason: fmt.Sprintf("file has %d bytes", a.size), Err: header.ErrNotDablooms}
+		}
+		a.findings = append(a.findings, findingOf(Corrupt, err, ""))
+		return false
+	}
+	for c := range 2 {
+		base := int64(c) * header.MetaSize
+		a.metas[c], a.metaErrs[c] = header.Decode(a.head[base:base+header.MetaSize], base, a.size)
+	}
+	switch {
+	case a.metaErrs[0] == nil && a.metaErrs[1] == nil:
+		a.which = 0
+		if a.metas[1].Generation > a.metas[0].Generation {
+			a.which = 1
+		}
+		other := 1 - a.which
+		if !sameMeta(a.metas[0], a.metas[1]) {
+			a.restore = other
+			a.note(Damaged, -1, -1, int64(other)*header.MetaSize, "metadata", header.ErrCorrupt,
+				"metadata copy %s (generation %d, %d filters) is older than copy %s (generation %d, %d filters): a metadata write was cut short; Repair rewrites copy %s",
+				copyName[other], a.metas[other].Generation, len(a.metas[other].Filters),
+				copyName[a.which], a.metas[a.which].Generation, len(a.metas[a.which].Filters), copyName[other])
+		}
+	case a.metaErrs[0] == nil || a.metaErrs[1] == nil:
+		good := 0
+		if a.metaErrs[0] != nil {
+			good = 1
+		}
+		a.which, a.restore = good, 1-good
+		a.findings = append(a.findings, findingOf(Damaged, a.metaErrs[1-good],
+			fmt.Sprintf("metadata copy %s is bad (the file opens from copy %s; Repair restores it): ", copyName[1-good], copyName[good])))
+	default:
+		for c := range 2 {
+			a.findings = append(a.findings, findingOf(Corrupt, a.metaErrs[c], fmt.Sprintf("metadata copy %s: ", copyName[c])))
+		}
+		return false
+	}
+	a.meta = a.metas[a.which]
+	if end := a.meta.End(); a.size > end {
+		a.note(Clean, -1, -1, end, "size", nil, "%d bytes after the last filter (a growth was cut short, or the file was extended); Repair drops them", a.size-end)
+	}
+	return true
+}
+
+// sameMeta reports whether two copies describe the same file (generations aside).
+func sameMeta(x, y *header.Meta) bool {
+	a, b := *x, *y
+	a.Generation, b.Generation = 0, 0
+	return reflect.DeepEqual(a, b)
+}
+
+func (a *analysis) readHot() {
+	a.state = a.word(header.StateOffset)
+	a.epoch, a.phase = seqnum.Unpack(a.state)
+	a.disk = a.word(header.DiskSeqOffset)
+	a.published = a.word(header.PublishedOffset)
+	copy(a.stored[:], a.head[header.BootIDOffset:header.BootIDOffset+16])
+	a.bootMatch = a.stored == a.boot
+	a.hotOK = true
+	n := uint64(len(a.meta.Filters))
+	if a.epoch == 0 {
+		a.hotOK = false
+		a.note(Corrupt, -1, -1, header.StateOffset, "state", header.ErrCorrupt,
+			"state word %#x has epoch 0, which no file ever has: the hot page cannot be trusted; Rebuild re-adds every filter", a.state)
+	}
+	switch {
+	case a.published > header.MaxFilters:
+		a.hotOK = false
+		a.note(Corrupt, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
+			"published filter count %d exceeds %d: the hot page cannot be trusted; Rebuild re-adds every filter", a.published, header.MaxFilters)
+	case a.published > n:
+		a.note(Damaged, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
+			"published filter count %d exceeds the directory's %d; Repair sets it to %d", a.published, n, n)
+	case a.published < n:
+		a.note(Clean, -1, -1, header.PublishedOffset, "published", nil,
+			"published filter count %d is behind the directory's %d (a growth was cut before its publication); Open and Repair set it", a.published, n)
+	}
+	for _, r := range [][2]int64{{header.FlushCountOffset + 8, header.BootIDOffset}, {header.CleanBootIDOffset + 8, header.HotOffset + header.PageSize}} {
+		if off := firstNonZero(a.head[r[0]:r[1]]); off >= 0 {
+			a.hotUnused = true
+			a.note(Damaged, -1, -1, r[0]+int64(off), "hot page", header.ErrCorrupt, "reserved bytes of the hot page are not zero; Repair zeroes them")
+			break
+		}
+	}
+}
+
+func firstNonZero(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *analysis) readLines() {
+	n := len(a.meta.Filters)
+	a.filters = make([]filterInfo, n)
+	a.needRebuild = make([]bool, n)
+	for i := range header.MaxFilters {
+		off := header.FilterLineOffset(i)
+		line := a.head[off : off+header.LineSize]
+		if i >= n {
+			if !unusedLine(line) {
+				a.linesDirty = true
+				a.note(Damaged, i, -1, off, "filter line", header.ErrCorrupt, "line of unused directory entry %d is not empty; Repair zeroes it", i)
+			}
+			continue
+		}
+		fi := &a.filters[i]
+		fi.desc = a.meta.Filters[i]
+		fi.items = le.Uint64(line[header.FilterItemsOff:])
+		fi.mark = le.Uint64(line[header.FilterMarkOff:])
+		fi.minID = le.Uint64(line[header.FilterMinIDOff:])
+		maxWord := le.Uint64(line[header.FilterMaxIDOff:])
+		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
+		fi.tailOff = -1
+		fi.lineExtra = firstNonZero(line[32:]) >= 0
+		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
+		fi.lineOK = true
+		switch {
+		case fi.lineExtra:
+			fi.lineOK = false
+			a.note(Corrupt, i, -1, off+32, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
+			fi.lineOK = false
+			a.note(Corrupt, i, -1, off+header.FilterMarkOff, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
+		case fi.minID > fi.maxID && !(fi.minID == math.MaxUint64 && fi.maxID == 0):
+			fi.lineOK = false
+			a.note(Corrupt, i, -1, off+header.FilterMinIDOff, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
+		case i == n-1 && fi.sealed:
+			a.note(Damaged, i, -1, off+header.FilterMaxIDOff, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
+		case i < n-1 && !fi.sealed:
+			a.note(Clean, i, -1, off+header.FilterMaxIDOff, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
+		}
+		if !fi.lineOK {
+			a.needRebuild[i] = true
+		}
+		fi.dirty = a.hotOK && a.phase != seqnum.Clean && fi.mark&^seqnum.Pending == a.epoch
+	}
+}
+
+// unusedLine reports whether the line of an unused directory entry is zero,
+// or initialised by a growth whose directory write did not complete.
+func unusedLine(line []byte) bool {
+	if firstNonZero(line) < 0 {
+		return true
+	}
+	return le.Uint64(line[header.FilterMinIDOff:]) == math.MaxUint64 &&
+		firstNonZero(line[:header.FilterMinIDOff]) < 0 && firstNonZero(line[header.FilterMaxIDOff:]) < 0
+}
+
+const chunkSize = 1 << 20
+
+func (a *analysis) readCounters(img image) error {
+	var longest int64
+	for _, d := range a.meta.Filters {
+		longest = max(longest, d.Length)
+	}
+	var buf []byte
+	for i := range a.filters {
+		fi := &a.filters[i]
+		d := fi.desc
+		words := int64((d.Counters + 15) / 16)
+		var lastMask uint64 = math.MaxUint64 // valid nibbles of the last counter word
+		if r := d.Counters % 16; r != 0 {
+			lastMask = 1<<(4*r) - 1
+		}
+		for pos := int64(0); pos < d.Length; pos += chunkSize {
+			n := min(chunkSize, d.Length-pos)
+			var chunk []byte
+			if b, ok := img.(bytesImage); ok {
+				chunk = b[d.Offset+pos : d.Offset+pos+n] // bounds checked by Decode
+			} else {
+				if buf == nil {
+					buf = make([]byte, min(chunkSize, longest))
+				}
+				chunk = buf[:n]
+				if err := readFull(img, chunk, d.Offset+pos); err != nil {
+					return err
+				}
+			}
+			buf := chunk
+			for j := int64(0); j < n; j += 8 {
+				w := le.Uint64(buf[j:])
+				wi := (pos + j) / 8
+				switch {
+				case wi < words-1:
+					fi.sum += nibbleSum(w)
+					fi.sat += uint64(saturated(w))
+				case wi == words-1:
+					fi.sum += nibbleSum(w & lastMask)
+					fi.sat += uint64(saturated(w & lastMask))
+					if w&^lastMask != 0 && fi.tailOff < 0 {
+						fi.tailOff = d.Offset + pos + j
+					}
+				default:
+					if w != 0 && fi.tailOff < 0 {
+						fi.tailOff = d.Offset + pos + j
+					}
+				}
+			}
+		}
+		if fi.tailOff >= 0 {
+			a.note(Damaged, i, -1, fi.tailOff, "counters", header.ErrCorrupt, "bytes after the filter's last counter are not zero; Repair zeroes them")
+		}
+	}
+	return nil
+}
+
+// nibbleSum is the sum of the 16 4-bit counters of w.
+func nibbleSum(w uint64) uint64 {
+	x := w&0x0f0f0f0f0f0f0f0f + w>>4&0x0f0f0f0f0f0f0f0f
+	return x * 0x0101010101010101 >> 56
+}
+
+// saturated is the number of 4-bit counters of w that are 15.
+func saturated(w uint64) int {
+	return bits.OnesCount64(w & (w >> 1) & (w >> 2) & (w >> 3) & 0x1111111111111111)
+}
+
+func (a *analysis) readSlots(live func(int64) bool) {
+	n := len(a.filters)
+	for s := range header.NumSlots {
+		si := &a.slots[s]
+		base := header.SlotOffset(s)
+		si.owner = a.word(base + header.SlotOwnerOff)
+		si.pid = a.word(base + header.SlotPIDOff)
+		si.opened = a.word(base + header.SlotOpenedOff)
+		if live != nil && live(base) {
+			si.live = true
+			a.anyLive = true
+		}
+		for r := range header.RecordsPerSlot {
+			ri := &si.recs[r]
+			off := header.RecordOffset(s, r)
+			ri.op = a.word(off + header.RecOpOff)
+			ri.hash = a.word(off + header.RecHashOff)
+			ri.changed = a.word(off + header.RecChangedOff)
+			ri.doubt = a.word(off + header.RecDoubtOff)
+			ri.extra = firstNonZero(a.head[off+32:off+header.LineSize]) >= 0
+			si.completed += ri.count()
+			if !ri.inFlight() {
+				ri.bad = ri.op&(1<<opCountShift-1) != 0 || ri.changed != 0 || ri.doubt != 0 || ri.extra
+				if ri.bad {
+					a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
+						"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
+				}
+				continue
+			}
+			si.inFlight++
+			a.anyInFlight = true
+			f := ri.filter()
+			var why string
+			switch {
+			case ri.op&opTypeMask == 3:
+				why = "operation type 3"
+			case ri.op&0xfc != 0:
+				why = "reserved bits of the op word are set"
+			case f >= n:
+				why = fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
+			case ri.extra:
+				why = "reserved words are not zero"
+			default:
+				k := a.filters[f].desc.K
+				kmask := uint64(math.MaxUint64)
+				if k < 64 {
+					kmask = 1<<k - 1
+				}
+				switch {
+				case ri.changed&^kmask != 0 || ri.doubt&^kmask != 0:
+					why = fmt.Sprintf("changed %#x or doubt %#x names positions beyond k = %d", ri.changed, ri.doubt, k)
+				case ri.doubt&ri.changed != 0 && ri.doubt&ri.changed != ri.doubt:
+					why = fmt.Sprintf("doubt %#x is neither inside nor outside changed %#x", ri.doubt, ri.changed)
+				}
+			}
+			if why != "" {
+				ri.bad = true
+				si.garbage = true
+				st := Damaged
+				if !si.live && a.hotOK && a.trustedPhase() {
+					st = Corrupt // cannot be rolled back: see classify
+				}
+				a.note(st, -1, s, off, "record", header.ErrCorrupt, "in-flight record %d cannot be right (%s)", r, why)
+				continue
+			}
+			ri.valid = true
+			if !si.live {
+				a.filters[f].recs = append(a.filters[f].recs, recRef{s, r})
+			}
+		}
+		a.mem += si.completed
+		if !si.live && si.owner != 0 && si.inFlight == 0 {
+			a.note(Clean, -1, s, base+header.SlotOwnerOff, "owner", nil,
+				"slot of a writer (pid %d) that ended without closing, between operations; Repair frees it", si.pid)
+		}
+	}
+}
+
+// trustedPhase reports whether the counters of the dirty filters hold every
+// change (the phase is not clean and the recorded boot is this one).
+func (a *analysis) trustedPhase() bool {
+	return a.phase != seqnum.Clean && a.bootMatch && a.stored != rebuildBoot
+}
+
+func hexBoot(b bootID) string {
+	if b == rebuildBoot {
+		return "repair:rebuild"
+	}
+	return fmt.Sprintf("%x", b[:])
+}
+
+func (a *analysis) classify(img image) error {
+	if !a.hotOK {
+		for i := range a.needRebuild {
+			a.needRebuild[i] = true
+		}
+		return nil
+	}
+	clean := a.phase == seqnum.Clean
+	a.trusted = clean || a.trustedPhase()
+	if a.anyLive {
+		live := 0
+		for s := range a.slots {
+			if a.slots[s].live {
+				live++
+			}
+		}
+		a.note(Clean, -1, -1, -1, "slots", nil, "%d writer slot(s) are held by live processes: the counts may be in motion, so counter sums are not checked", live)
+	}
+	var dirtyList []int
+	for i := range a.filters {
+		if a.filters[i].dirty {
+			dirtyList = append(dirtyList, i)
+		}
+	}
+	deadInFlight, garbageDead := 0, false
+	for s := range a.slots {
+		if si := &a.slots[s]; !si.live {
+			deadInFlight += si.inFlight
+			if si.garbage {
+				garbageDead = true
+			}
+		}
+	}
+	switch {
+	case clean:
+		if !a.anyLive && a.disk != a.mem && !a.anyInFlight {
+			a.note(Damaged, -1, -1, header.DiskSeqOffset, "disk_seqnum", header.ErrCorrupt,
+				"the file is marked clean with disk_seqnum %d, but its slots count %d completed operations; Repair sets disk_seqnum", a.disk, a.mem)
+		}
+		for s := range a.slots {
+			si := &a.slots[s]
+			if si.live {
+				continue
+			}
+			for r := range si.recs {
+				ri := &si.recs[r]
+				if !ri.valid {
+					continue
+				}
+				if ri.changed == 0 && ri.doubt == 0 {
+					a.note(Interrupted, ri.filter(), s, header.RecordOffset(s, r), "record", scaling.ErrUnclean,
+						"a dead writer's %s was cut short before it changed anything; Repair frees the slot", opName(ri.op))
+				} else {
+					a.note(Damaged, ri.filter(), s, header.RecordOffset(s, r), "record", header.ErrCorrupt,
+						"a dead writer's record claims changes although the file is marked clean, which cannot happen; Repair clears it")
+				}
+			}
+		}
+	case !a.trusted:
+		var why string
+		switch a.stored {
+		case rebuildBoot:
+			why = "Repair could not make these filters exact"
+		case bootID{}:
+			why = "no boot identity was recorded (an imported or hand-made file)"
+		default:
+			why = fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %s recorded with the dirty mark, now %s): an OS crash may have lost pages", hexBoot(a.stored), hexBoot(a.boot))
+		}
+		a.note(Dirty, -1, -1, header.BootIDOffset, "state", scaling.ErrUnclean, "%s; the filters marked dirty %v need Rebuild", why, dirtyList)
+		for _, i := range dirtyList {
+			a.needRebuild[i] = true
+		}
+		a.changesToUnmarked()
+	default:
+		if deadInFlight == 0 {
+			a.note(Unflushed, -1, -1, header.StateOffset, "state", nil,
+				"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", dirtyList)
+		}
+		a.changesToUnmarked()
+		if garbageDead {
+			// A record we cannot read may have changed any dirty filter.
+			for _, i := range dirtyList {
+				a.needRebuild[i] = true
+			}
+		}
+		for i := range a.filters {
+			fi := &a.filters[i]
+			if len(fi.recs) == 0 {
+				continue
+			}
+			if !fi.dirty {
+				continue // changesToUnmarked
+			}
+			if !fi.lineOK {
+				continue
+			}
+			res, err := a.resolve(img, i)
+			if err != nil {
+				return err
+			}
+			fi.res = res
+			for _, rr := range fi.recs {
+				ri := &a.slots[rr.slot].recs[rr.rec]
+				a.note(Interrupted, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
+					"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
+			}
+			if res.exact {
+				a.note(Interrupted, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
+			} else {
+				a.needRebuild[i] = true
+				a.note(Dirty, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean,
+					"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)
+			}
+		}
+	}
+	a.checkSums()
+	return nil
+}
+
+// changesToUnmarked flags the filters that a dead writer's record claims to
+// have changed although they are not marked dirty: the dirty-first rule makes
+// that impossible, so the record or the mark is damaged, and the counters
+// cannot be trusted.
+func (a *analysis) changesToUnmarked() {
+	for i := range a.filters {
+		fi := &a.filters[i]
+		if fi.dirty {
+			continue
+		}
+		for _, rr := range fi.recs {
+			ri := &a.slots[rr.slot].recs[rr.rec]
+			if ri.changed != 0 || ri.doubt != 0 {
+				a.needRebuild[i] = true
+				a.note(Corrupt, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", header.ErrCorrupt,
+					"a dead writer's record claims changes to a filter that is not marked dirty, which cannot happen: the filter needs Rebuild")
+			}
+		}
+	}
+}
+
+// checkSums checks each filter's counter sum against its item count: without
+// saturated counters, the sum is exactly k × items.
+func (a *analysis) checkSums() {
+	for i := range a.filters {
+		fi := &a.filters[i]
+		if a.needRebuild[i] || fi.res != nil || !fi.lineOK || a.anyLive {
+			continue
+		}
+		if !a.trusted && fi.dirty {
+			continue // expected to be off: Rebuild redoes it
+		}
+
+		k := uint64(fi.desc.K)
+		off := header.FilterLineOffset(i) + header.FilterItemsOff
+		recountable := fi.sat == 0 && fi.sum%k == 0 && fi.sum/k <= itemLimit(fi.desc.Capacity)
+		switch {
+		case fi.sat == 0 && fi.itemsOK && fi.sum == k*fi.items:
+		case recountable:
+			fi.recount = true
+			a.note(Damaged, i, -1, off, "items", header.ErrCorrupt,
+				"item count %d, but the counters sum to %d = %d × %d with none saturated; Repair sets the item count to %d", int64(fi.items), fi.sum, k, fi.sum/k, fi.sum/k)
+		case !fi.itemsOK:
+			a.needRebuild[i] = true
+			a.note(Corrupt, i, -1, off, "items", header.ErrCorrupt,
+				"item count %d is impossible (capacity %d) and cannot be recounted (%d saturated counters, sum %d); the filter needs Rebuild", int64(fi.items), fi.desc.Capacity, fi.sat, fi.sum)
+		case fi.sat == 0:
+			a.needRebuild[i] = true
+			a.note(Corrupt, i, -1, fi.desc.Offset, "counters", header.ErrCorrupt,
+				"the counters sum to %d, which is not k × items = %d × %d, and none is saturated: the counters are damaged; the filter needs Rebuild", fi.sum, k, fi.items)
+		}
+	}
+}
+
+func opName(op uint64) string {
+	switch op & opTypeMask {
+	case header.OpAdd:
+		return "add"
+	case header.OpRemove:
+		return "remove"
+	}
+	return fmt.Sprintf("invalid(%d)", op&opTypeMask)
+}
+
+// report builds the public report.
+func (a *analysis) report(path string) *Report {
+	r := &Report{Path: path, FileSize: a.size, Findings: a.findings}
+	for _, f := range a.findings {
+		r.State = max(r.State, f.State)
+	}
+	if a.meta == nil {
+		r.State = Corrupt
+		return r
+	}
+	r.Params = a.meta.Params
+	if a.hotOK {
+		r.Phase, r.Epoch = a.phase.String(), a.epoch
+		if a.phase == seqnum.Clean {
+			r.DiskSeqnum = a.disk
+		}
+	} else {
+		r.Phase = "unknown"
+	}
+	r.BootMatches = a.bootMatch
+	if !a.anyInFlight {
+		r.MemSeqnum = a.mem
+	}
+	for i := range a.filters {
+		fi := &a.filters[i]
+		r.Filters = append(r.Filters, FilterReport{
+			Index: i, FirstID: fi.minID, LastID: fi.maxID, Sealed: fi.sealed, Capacity: fi.desc.Capacity, Items: fi.items,
+			K: fi.desc.K, Counters: fi.desc.Counters, CounterSum: fi.sum, Saturated: fi.sat, Dirty: fi.dirty,
+			Offset: fi.desc.Offset, Length: fi.desc.Length,
+		})
+		if a.needRebuild[i] {
+			r.NeedsRebuild = append(r.NeedsRebuild, i)
+		}
+	}
+	for s := range a.slots {
+		si := &a.slots[s]
+		if !si.live && si.owner == 0 && si.inFlight == 0 && si.completed == 0 {
+			continue
+		}
+		sr := SlotReport{Slot: s, Live: si.live, PID: si.pid, Completed: si.completed}
+		for rr := range si.recs {
+			ri := &si.recs[rr]
+			if !ri.inFlight() {
+				continue
+			}
+			sr.InFlight = append(sr.InFlight, OpRecord{Slot: s, Record: rr, Op: opName(ri.op), Filter: ri.filter(), Hash: ri.hash, Changed: ri.changed, Doubt: ri.doubt})
+		}
+		r.Slots = append(r.Slots, sr)
+	}
+	return r
+}

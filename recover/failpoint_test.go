@@ -1,0 +1,250 @@
+package recover
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
+)
+
+// switchable returns a failpoint that fails with err while armed, and
+// counts its calls.
+type switchable struct {
+	armed   atomic.Bool
+	failOn  atomic.Int64 // when > 0: fail only the call with this number (from 1)
+	calls   atomic.Int64
+	failErr error
+}
+
+func (s *switchable) fn() error {
+	n := s.calls.Add(1)
+	if s.armed.Load() && (s.failOn.Load() == 0 || s.failOn.Load() == n) {
+		return s.failErr
+	}
+	return nil
+}
+
+func openFP(t *testing.T, path string, fp *mmapfile.Failpoints) *scaling.Filter {
+	t.Helper()
+	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, Failpoints: fp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFailpointGrowth: fallocate fails when the chain grows; Add returns the
+// error, and the file stays valid and opens; once the disk has room, Add
+// grows the chain.
+func TestFailpointGrowth(t *testing.T) {
+	path := newFile(t, 100, counting4.Classic, 100) // the first filter is full
+	sw := &switchable{failErr: syscall.ENOSPC}
+	sw.armed.Store(true)
+	f := openFP(t, path, &mmapfile.Failpoints{Fallocate: sw.fn})
+	err := f.Add(key(101), 101)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Add when growth fails: %v, want ENOSPC", err)
+	}
+	if n := len(f.Stats().Filters); n != 1 {
+		t.Fatalf("%d filters after a failed growth", n)
+	}
+	if r := verifyT(t, path); r.State > Unflushed {
+		dumpReport(t, r)
+		t.Fatalf("after a failed growth: %s", r.State)
+	}
+	sw.armed.Store(false)
+	if err := f.Add(key(101), 101); err != nil {
+		t.Fatalf("Add once the disk has room: %v", err)
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r := verifyT(t, path)
+	if r.State != Clean || len(r.Filters) != 2 {
+		t.Fatalf("after growth: %s with %d filters", r.State, len(r.Filters))
+	}
+}
+
+// TestFailpointFlushSync: a failed msync or fsync during Flush is returned,
+// the handle does not claim the file clean (DiskSeqnum stays 0), and a later
+// Flush of the same handle does not turn the failure into a success.
+func TestFailpointFlushSync(t *testing.T) {
+	for _, which := range []string{"msync", "fsync"} {
+		t.Run(which, func(t *testing.T) {
+			path := newFile(t, 1000, counting4.Classic, 10)
+			sw := &switchable{failErr: syscall.EIO}
+			fp := &mmapfile.Failpoints{}
+			if which == "msync" {
+				fp.Msync = sw.fn
+			} else {
+				fp.Fsync = sw.fn
+			}
+			f := openFP(t, path, fp)
+			defer f.Close()
+			if err := f.Add(key(11), 11); err != nil {
+				t.Fatal(err)
+			}
+			sw.armed.Store(true)
+			if err := f.Flush(); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("Flush: %v, want EIO", err)
+			}
+			if d := f.DiskSeqnum(); d != 0 {
+				t.Fatalf("DiskSeqnum %d after a failed Flush", d)
+			}
+			sw.armed.Store(false)
+			if err := f.Flush(); !errors.Is(err, scaling.ErrSyncFailed) {
+				t.Fatalf("Flush after a failed sync: %v, want ErrSyncFailed", err)
+			}
+			if d := f.DiskSeqnum(); d != 0 {
+				t.Fatalf("DiskSeqnum %d after a failed Flush", d)
+			}
+			if r := verifyT(t, path); r.State == Clean {
+				t.Fatal("Verify says clean after a failed Flush")
+			}
+		})
+	}
+}
+
+// TestFailpointFlushCleanRecord: the sync that records the clean state (the
+// second of a Flush) fails. The data was made durable, but the clean state
+// was not: the handle must not claim disk_seqnum.
+func TestFailpointFlushCleanRecord(t *testing.T) {
+	path := newFile(t, 1000, counting4.Classic, 10)
+	sw := &switchable{failErr: syscall.EIO}
+	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
+	defer f.Close()
+	if err := f.Add(key(11), 11); err != nil {
+		t.Fatal(err)
+	}
+	sw.failOn.Store(sw.calls.Load() + 2) // the Flush's second msync
+	sw.armed.Store(true)
+	err := f.Flush()
+	if err == nil {
+		t.Fatal("Flush succeeded although its last sync failed")
+	}
+	if d := f.DiskSeqnum(); d != 0 {
+		t.Fatalf("Flush must withdraw the clean state when the sync recording it fails: DiskSeqnum is %d after %v", d, err)
+	}
+}
+
+// TestFailpointMarkDirty: the sync that makes the dirty mark durable fails:
+// Add returns the error without changing the counters, and the handle no
+// longer flushes.
+func TestFailpointMarkDirty(t *testing.T) {
+	path := newFile(t, 1000, counting4.Classic, 10)
+	before := verifyT(t, path)
+	sw := &switchable{failErr: syscall.EIO}
+	sw.armed.Store(true)
+	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
+	defer f.Close()
+	if err := f.Add(key(11), 11); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Add when the dirty mark cannot be synced: %v", err)
+	}
+	r := verifyT(t, path)
+	if r.Filters[0].CounterSum != before.Filters[0].CounterSum || r.Filters[0].Items != before.Filters[0].Items {
+		t.Fatal("a failed Add changed the counters")
+	}
+	if r.State == Clean {
+		t.Fatal("the file claims clean while a dirty mark is half made")
+	}
+	sw.armed.Store(false)
+	if err := f.Flush(); !errors.Is(err, scaling.ErrSyncFailed) {
+		t.Fatalf("Flush after a failed sync: %v, want ErrSyncFailed", err)
+	}
+}
+
+// TestFailpointMmap: Open fails cleanly when the mapping fails.
+func TestFailpointMmap(t *testing.T) {
+	path := newFile(t, 1000, counting4.Classic, 10)
+	sum := sum256(t, path)
+	_, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, Failpoints: &mmapfile.Failpoints{Mmap: func() error { return syscall.ENOMEM }}})
+	if !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("Open: %v, want ENOMEM", err)
+	}
+	if sum256(t, path) != sum {
+		t.Fatal("a failed Open changed the file")
+	}
+}
+
+// TestDiskFull: on a 1 MiB tmpfs, growth fails with ENOSPC (fallocate, not a
+// SIGBUS later), the file stays valid and reopens with every key; Repair on
+// the full disk fails without touching the original.
+func TestDiskFull(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a 1 MiB tmpfs at %s (%v): the disk-full test needs root and permission to mount", mnt, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	path := filepath.Join(mnt, "full.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 4000, ErrorRate: 0.01, GrowthFactor: 4, Layout: counting4.Classic, Seed: 1, BootID: testBoot, Reserve: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for i := 1; i < 1_000_000; i++ {
+		if err = f.Add(key(i), uint64(i)); err != nil {
+			break
+		}
+		added = i
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Add on a full disk: %v, want ENOSPC", err)
+	}
+	t.Logf("the disk filled after %d keys in %d filters: %v", added, len(f.Stats().Filters), err)
+	if err := f.Add(key(added+1), uint64(added+1)); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Add again: %v, want ENOSPC", err)
+	}
+	for i := 1; i <= added; i++ {
+		if !f.Contains(key(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatalf("Flush on a full disk (no allocation needed): %v", err)
+	}
+	f.Close()
+	r := verifyT(t, path)
+	if r.State != Clean {
+		dumpReport(t, r)
+		t.Fatalf("after the disk filled: %s", r.State)
+	}
+	sum := sum256(t, path)
+	// Repair has no room for its copy: it fails, the original is untouched,
+	// and no temporary file is left behind.
+	if _, err := Repair(path, &RepairOptions{BootID: testBoot, Output: filepath.Join(mnt, "copy.dbl")}); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Repair into a full disk: %v, want ENOSPC", err)
+	} else {
+		t.Logf("Repair into the full disk: %v", err)
+	}
+	if sum256(t, path) != sum {
+		t.Fatal("a failed Repair changed the file")
+	}
+	ents, _ := os.ReadDir(mnt)
+	if len(ents) != 1 {
+		t.Fatalf("the directory holds %d entries after a failed Repair", len(ents))
+	}
+	f, err = scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer f.Close()
+	for i := 1; i <= added; i++ {
+		if !f.Contains(key(i)) {
+			t.Fatalf("key %d lost after reopen", i)
+		}
+	}
+}

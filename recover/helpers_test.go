@@ -1,0 +1,68 @@
+package recover
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/scaling"
+)
+
+const testBoot = "boot-test-1"
+
+func key(i int) []byte { return []byte(fmt.Sprintf("key-%08d", i)) }
+
+// newFile creates a store with n keys (ids 1..n) added and flushed, and
+// returns its path.
+func newFile(t testing.TB, capacity uint64, layout counting4.Layout, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: capacity, ErrorRate: 0.01, Layout: layout, Seed: 42, BootID: testBoot, Reserve: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if err := f.Add(key(i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func sum256(t testing.TB, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func verifyT(t testing.TB, path string) *Report {
+	t.Helper()
+	r, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func dumpReport(t testing.TB, r *Report) {
+	t.Helper()
+	t.Logf("%s: %s phase=%s epoch=%d mem=%d disk=%d rebuild=%v", r.Path, r.State, r.Phase, r.Epoch, r.MemSeqnum, r.DiskSeqnum, r.NeedsRebuild)
+	for _, f := range r.Findings {
+		t.Logf("  %v", f)
+	}
+	for _, a := range r.Actions {
+		t.Logf("  action: %s", a)
+	}
+}

@@ -1,0 +1,433 @@
+package recover
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
+)
+
+// The kill test runs writer processes (this test binary again, running
+// TestKillChild) on one file and SIGKILLs them at random moments. Each
+// goroutine of a writer logs its operations to a shared mapping of a log
+// file: the operation before it starts, and the count of completed ones after
+// each returns. Stores to a MAP_SHARED mapping are in the page cache as soon
+// as they are made, so the log survives the kill, and logging costs no
+// system call (the kill lands inside operations, not inside log writes).
+
+const (
+	killGoroutines = 2
+	killMaxOps     = 1 << 17
+	killSeed       = 99
+	killCapacity   = 100_000
+)
+
+// Log layout: word 0 is 1 once the writer has opened the file; goroutine g's
+// area starts at word 1 + g*(1+killMaxOps): its completed count, then one
+// word per operation, kind<<32 | key number (kind 1 add, 2 remove).
+func killLogWords() int { return 1 + killGoroutines*(1+killMaxOps) }
+
+func killKey(proc, g, n int) []byte { return []byte(fmt.Sprintf("p%d-g%d-%d", proc, g, n)) }
+
+// TestKillChild is the writer process of TestKillWritersThenRepair.
+func TestKillChild(t *testing.T) {
+	path := os.Getenv("DABLOOMS_KILL_CHILD")
+	if path == "" {
+		t.Skip("writer process of TestKillWritersThenRepair")
+	}
+	proc, _ := strconv.Atoi(os.Getenv("DABLOOMS_KILL_PROC"))
+	lf, err := os.OpenFile(os.Getenv("DABLOOMS_KILL_LOG"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := syscall.Mmap(int(lf.Fd()), 0, killLogWords()*8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), killLogWords())
+	f, err := scaling.Open(path, &scaling.OpenOptions{AllowUnclean: true, BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreUint64(&log[0], 1)
+	deadline := time.Now().Add(20 * time.Second) // the parent kills us long before
+	var wg sync.WaitGroup
+	for g := range killGoroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			area := log[1+g*(1+killMaxOps):]
+			rng := rand.New(rand.NewSource(int64(proc*100 + g)))
+			var present []int
+			next := 0
+			for i := 0; i < killMaxOps && time.Now().Before(deadline); i++ {
+				if rng.Intn(1000) == 0 && g == 0 {
+					f.Flush()
+				}
+				if len(present) > 0 && rng.Intn(10) < 4 {
+					j := rng.Intn(len(present))
+					n := present[j]
+					atomic.StoreUint64(&area[1+i], 2<<32|uint64(n))
+					if err := f.Remove(killKey(proc, g, n), uint64(n)); err != nil {
+						panic(err)
+					}
+					present[j] = present[len(present)-1]
+					present = present[:len(present)-1]
+				} else {
+					n := next
+					next++
+					atomic.StoreUint64(&area[1+i], 1<<32|uint64(n))
+					if err := f.Add(killKey(proc, g, n), uint64(n)); err != nil {
+						panic(err)
+					}
+					present = append(present, n)
+				}
+				atomic.StoreUint64(&area[0], uint64(i+1))
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(time.Hour) // wait for the kill
+}
+
+type killOp struct {
+	add     bool
+	key     []byte
+	pending bool
+}
+
+// readKillLog returns the operations each goroutine of a writer completed,
+// and the one it had started when it was killed, if any.
+func readKillLog(t *testing.T, path string, proc int) (done []killOp, pending []killOp) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := func(i int) uint64 { return le.Uint64(b[8*i:]) }
+	for g := range killGoroutines {
+		base := 1 + g*(1+killMaxOps)
+		n := int(w(base))
+		for i := 0; i <= n && i < killMaxOps; i++ {
+			e := w(base + 1 + i)
+			if e == 0 {
+				break
+			}
+			op := killOp{add: e>>32 == 1, key: killKey(proc, g, int(uint32(e))), pending: i == n}
+			if op.pending {
+				pending = append(pending, op)
+			} else {
+				done = append(done, op)
+			}
+		}
+	}
+	return done, pending
+}
+
+var killTemplates = map[counting4.Layout][]byte{}
+
+func killTemplate(t *testing.T, lay counting4.Layout) []byte {
+	if b, ok := killTemplates[lay]; ok {
+		return b
+	}
+	path := filepath.Join(t.TempDir(), "template.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: killCapacity, ErrorRate: 0.01, Layout: lay, Seed: killSeed, BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	killTemplates[lay] = b
+	return b
+}
+
+// TestKillWritersThenRepair: two writer processes are SIGKILLed at random
+// moments; then Repair must leave the file clean, with every counter equal to
+// the replay of the completed operations (plus any subset of the operations
+// cut short, each applied wholly or not at all), the item count equal to the
+// replay's, and no false negative for any key whose Add returned and whose
+// Remove did not start.
+func TestKillWritersThenRepair(t *testing.T) {
+	trials := 30
+	if testing.Short() {
+		trials = 5
+	}
+	trials = envInt("DABLOOMS_KILL_TRIALS", trials)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	states := map[State]int{}
+	var pendingTotal, rolled, ambiguous, ops int
+	start := time.Now()
+	for trial := range trials {
+		lay := counting4.Classic
+		if trial%2 == 1 {
+			lay = counting4.Blocked512
+		}
+		dir := t.TempDir()
+		path := filepath.Join(dir, "kill.dbl")
+		if err := os.WriteFile(path, killTemplate(t, lay), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var cmds []*exec.Cmd
+		var logs []string
+		for p := range 2 {
+			lp := filepath.Join(dir, fmt.Sprintf("log%d", p))
+			if err := os.WriteFile(lp, make([]byte, killLogWords()*8), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, lp)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "DABLOOMS_KILL_CHILD="+path, "DABLOOMS_KILL_LOG="+lp, fmt.Sprintf("DABLOOMS_KILL_PROC=%d", p))
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+		}
+		// Wait until both writers have opened the file.
+		for _, lp := range logs {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				b := make([]byte, 8)
+				if f, err := os.Open(lp); err == nil {
+					f.ReadAt(b, 0)
+					f.Close()
+				}
+				if le.Uint64(b) == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					for _, c := range cmds {
+						c.Process.Kill()
+						c.Wait()
+					}
+					t.Fatalf("trial %d: a writer did not start", trial)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		order := rng.Perm(2)
+		time.Sleep(time.Duration(2+rng.Intn(25)) * time.Millisecond)
+		cmds[order[0]].Process.Signal(syscall.SIGKILL)
+		time.Sleep(time.Duration(rng.Intn(8000)) * time.Microsecond)
+		cmds[order[1]].Process.Signal(syscall.SIGKILL)
+		for _, c := range cmds {
+			c.Wait()
+		}
+
+		var done, pending []killOp
+		for p, lp := range logs {
+			d, pe := readKillLog(t, lp, p)
+			done, pending = append(done, d...), append(pending, pe...)
+		}
+		ops += len(done)
+		pendingTotal += len(pending)
+
+		before := verifyT(t, path)
+		states[before.State]++
+		if before.State > Dirty || before.State == Dirty && len(before.NeedsRebuild) == 0 {
+			dumpReport(t, before)
+			t.Fatalf("trial %d: after kill -9 on this boot, verify says %s", trial, before.State)
+		}
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+		if err != nil {
+			t.Fatalf("trial %d: repair: %v", trial, err)
+		}
+		after := verifyT(t, path)
+		if len(before.NeedsRebuild) > 0 {
+			// Several writers died inside a compare-and-swap each, and the
+			// counter sum cannot tell which of them happened (see
+			// hypsOf). Repair must leave the counters safe (no false
+			// negative) and the filter for Rebuild; the application's data
+			// then makes it exact.
+			ambiguous++
+			if after.State != Dirty || len(after.NeedsRebuild) != 1 {
+				dumpReport(t, after)
+				t.Fatalf("trial %d: an ambiguous repair left %s", trial, after.State)
+			}
+			checkNoFalseNegatives(t, trial, path, done, pending)
+			if rep, err = Rebuild(path, killSource(done, pending), &RepairOptions{BootID: testBoot}); err != nil {
+				t.Fatalf("trial %d: rebuild: %v", trial, err)
+			}
+			after = verifyT(t, path)
+		}
+		if after.State != Clean || rep.State != Clean || after.MemSeqnum != after.DiskSeqnum {
+			dumpReport(t, before)
+			dumpReport(t, after)
+			t.Fatalf("trial %d: after repair: %s (mem %d, disk %d)", trial, after.State, after.MemSeqnum, after.DiskSeqnum)
+		}
+		for _, f := range before.Findings {
+			if f.State == Interrupted && f.Field == "filter" {
+				rolled++
+			}
+		}
+		checkReplay(t, trial, path, done, pending)
+	}
+	t.Logf("%d trials in %v: %d operations completed, %d cut short by the kills; %d filters repaired exactly by roll-back, %d left for Rebuild (several writers died inside a compare-and-swap and the counter sum cannot tell which happened); verdicts before repair: %v",
+		trials, time.Since(start).Round(time.Millisecond), ops, pendingTotal, rolled, ambiguous, states)
+	if ambiguous > 0 {
+		t.Logf("NEEDS: exact repair of concurrent doubts needs more evidence from the core (see the recover report); %d of %d trials needed Rebuild", ambiguous, trials)
+	}
+}
+
+// killSource yields the keys that are present by the log: added, and not
+// removed by a completed Remove (a Remove cut short leaves its key in).
+func killSource(done, pending []killOp) Source {
+	present := map[string]bool{}
+	for _, op := range done {
+		present[string(op.key)] = op.add
+	}
+	return func(lo, hi uint64, add func([]byte, uint64) error) error {
+		for k, ok := range present {
+			if !ok {
+				continue
+			}
+			var p, g, n int
+			fmt.Sscanf(k, "p%d-g%d-%d", &p, &g, &n)
+			if uint64(n) >= lo && uint64(n) <= hi {
+				if err := add([]byte(k), uint64(n)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// checkNoFalseNegatives opens the file as it is (unclean) and checks every
+// key whose Add returned and whose Remove did not start.
+func checkNoFalseNegatives(t *testing.T, trial int, path string, done, pending []killOp) {
+	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: testBoot})
+	if err != nil {
+		t.Fatalf("trial %d: %v", trial, err)
+	}
+	defer f.Close()
+	present := map[string]bool{}
+	for _, op := range done {
+		present[string(op.key)] = op.add
+	}
+	for _, op := range pending {
+		delete(present, string(op.key))
+	}
+	for k, ok := range present {
+		if ok && !f.Contains([]byte(k)) {
+			t.Fatalf("trial %d: false negative for %q after an ambiguous repair", trial, k)
+		}
+	}
+}
+
+// checkReplay compares the file's counters with the replay of the log.
+func checkReplay(t *testing.T, trial int, path string, done, pending []killOp) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Filters) != 1 {
+		t.Fatalf("trial %d: %d filters; the test expects no growth", trial, len(m.Filters))
+	}
+	d := m.Filters[0]
+	lay := counting4.Layout(d.LayoutID)
+	pos := make([]uint64, d.K)
+	positions := func(k []byte) []uint64 {
+		lay.Positions(scaling.HashKey(m.Params.Seed, k)+counting4.Salt(0), d.Counters, d.K, pos)
+		return pos
+	}
+	// Net count of each key over the completed operations.
+	net := map[string]int{}
+	for _, op := range done {
+		if op.add {
+			net[string(op.key)]++
+		} else {
+			net[string(op.key)]--
+		}
+	}
+	want := make([]int, d.Counters)
+	items := 0
+	for k, n := range net {
+		items += n
+		for _, p := range positions([]byte(k)) {
+			want[p] += n
+		}
+	}
+	got := make([]int, d.Counters)
+	var diff []uint64 // counters where the file differs from the replay of completed ops
+	for c := range d.Counters {
+		w := le.Uint64(b[d.Offset+int64(c>>4)*8:])
+		got[c] = int(w >> ((c & 15) * 4) & 15)
+		if got[c] != want[c] {
+			diff = append(diff, c)
+		}
+		if got[c] == 15 {
+			t.Fatalf("trial %d: a counter saturated; the replay check needs none", trial)
+		}
+	}
+	fileItems := int(le.Uint64(b[header.FilterLineOffset(0)+header.FilterItemsOff:]))
+	// Some subset of the cut-short operations happened, each wholly.
+	matched := false
+	for mask := 0; mask < 1<<len(pending) && !matched; mask++ {
+		delta := map[uint64]int{}
+		it := items
+		for j, op := range pending {
+			if mask&(1<<j) == 0 {
+				continue
+			}
+			s := 1
+			if !op.add {
+				s = -1
+			}
+			it += s
+			for _, p := range positions(op.key) {
+				delta[p] += s
+			}
+		}
+		ok := it == fileItems
+		for _, c := range diff {
+			if got[c] != want[c]+delta[c] {
+				ok = false
+				break
+			}
+		}
+		for c, dv := range delta {
+			if got[c] != want[c]+dv {
+				ok = false
+			}
+		}
+		matched = ok
+	}
+	if !matched {
+		t.Fatalf("trial %d: counters (%d differ from the completed operations) and items (file %d, replay %d) match no subset of the %d cut-short operations",
+			trial, len(diff), fileItems, items, len(pending))
+	}
+	// No false negative.
+	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	if err != nil {
+		t.Fatalf("trial %d: open after repair: %v", trial, err)
+	}
+	defer f.Close()
+	cut := map[string]bool{}
+	for _, op := range pending {
+		cut[string(op.key)] = true
+	}
+	for k, n := range net {
+		if n > 0 && !cut[k] && !f.Contains([]byte(k)) {
+			t.Fatalf("trial %d: false negative for %q", trial, k)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package recover
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// interruptedFile makes a store whose writer (on this boot) died in the
+// middle of adding key 1000: its slot 5 holds the half-done operation.
+func interruptedFile(t *testing.T) string {
+	t.Helper()
+	path := newFile(t, 1000, counting4.Blocked512, 300)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := newSimImage(b)
+	ep, _ := seqnum.Unpack(*img.at(header.StateOffset))
+	*img.at(header.StateOffset) = seqnum.Pack(ep, seqnum.Dirty)
+	*img.at(header.DiskSeqOffset) = 0
+	*img.at(header.FilterLineOffset(0) + header.FilterMarkOff) = ep
+	boot := parseBootID(testBoot)
+	copy(b[header.BootIDOffset:], boot[:])
+	// claim, hash, doubt, CAS, changed: the first group is in.
+	simRun(img, m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 5)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestOpenNeverRepairs: Open refuses an interrupted file and a dirty one
+// with a *StateError, and leaves the evidence (the record, the counters, the
+// state) as it was; with AllowUnclean it opens and reports the condition.
+// Repair then makes it clean.
+func TestOpenNeverRepairs(t *testing.T) {
+	path := interruptedFile(t)
+	evidence := func() []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Everything but the writer slots a refused Open may claim and
+		// release (slots 0 and 1): metadata, hot page, lines, slot 5,
+		// counters.
+		return append(bytes.Clone(b[:header.SlotOffset(0)]), b[header.SlotOffset(2):]...)
+	}
+	before := evidence()
+	if r := verifyT(t, path); r.State != Interrupted {
+		dumpReport(t, r)
+		t.Fatalf("verify: %s", r.State)
+	}
+	for _, tc := range []struct {
+		boot string
+		want scaling.Condition
+	}{{testBoot, scaling.Interrupted}, {"another-boot", scaling.Dirty}} {
+		_, err := scaling.Open(path, &scaling.OpenOptions{BootID: tc.boot})
+		var se *scaling.StateError
+		if !errors.As(err, &se) || se.Condition != tc.want || !errors.Is(err, scaling.ErrUnclean) {
+			t.Fatalf("Open (boot %s): %v, want a StateError %v", tc.boot, err, tc.want)
+		}
+		if !bytes.Equal(evidence(), before) {
+			t.Fatalf("a refused Open (boot %s) changed the file", tc.boot)
+		}
+		f, err := scaling.Open(path, &scaling.OpenOptions{BootID: tc.boot, AllowUnclean: true, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := f.Condition(); c != tc.want {
+			t.Fatalf("Condition %v, want %v", c, tc.want)
+		}
+		f.Close()
+		if !bytes.Equal(evidence(), before) {
+			t.Fatal("a read-only Open changed the file")
+		}
+	}
+	if r := verifyT(t, path); r.State != Interrupted {
+		t.Fatalf("after the refused opens, verify says %s", r.State)
+	}
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	if err != nil || rep.State != Clean {
+		t.Fatalf("Repair: %v, %v", err, rep)
+	}
+	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatalf("Open after Repair: %v", err)
+	}
+	defer f.Close()
+	for i := 1; i <= 300; i++ {
+		if !f.Contains(key(i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
+}
+
+// TestRefusedOpenWritesNothing: an Open that refuses the file should not
+// write to it at all.
+func TestRefusedOpenWritesNothing(t *testing.T) {
+	path := interruptedFile(t)
+	sum := sum256(t, path)
+	if _, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot}); !errors.Is(err, scaling.ErrUnclean) {
+		t.Fatal(err)
+	}
+	if sum256(t, path) != sum {
+		t.Fatal("a refused Open changed the file")
+	}
+}

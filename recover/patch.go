@@ -1,0 +1,409 @@
+package recover
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// patch is what Repair or Rebuild writes over a copy of the file: a new head
+// (metadata copies, hot page, filter lines, slots), changed counter words,
+// and whole rebuilt filters. The copy is cut to size.
+type patch struct {
+	head    []byte
+	words   map[int64]uint64
+	filters map[int][]byte
+	offsets map[int]int64
+	size    int64
+	changed bool // anything differs from the original
+	actions []string
+	keys    uint64 // keys re-added by Rebuild
+}
+
+func (p *patch) act(format string, args ...any) {
+	p.actions = append(p.actions, fmt.Sprintf(format, args...))
+	p.changed = true
+}
+
+func (p *patch) put(off int64, v uint64) {
+	if le.Uint64(p.head[off:]) != v {
+		le.PutUint64(p.head[off:], v)
+		p.changed = true
+	}
+}
+
+func (p *patch) zero(from, to int64) {
+	if firstNonZero(p.head[from:to]) >= 0 {
+		clear(p.head[from:to])
+		p.changed = true
+	}
+}
+
+// plan works out the repair. With src (Rebuild) every filter that needs it
+// is rebuilt from the source; without, such filters are left marked dirty.
+func (a *analysis) plan(img image, src Source) (*patch, error) {
+	if a.meta == nil {
+		return nil, ErrUnrepairable
+	}
+	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int][]byte{}, offsets: map[int]int64{}, size: a.meta.End()}
+	n := len(a.filters)
+	if a.restore >= 0 {
+		copy(p.head[a.restore*header.MetaSize:(a.restore+1)*header.MetaSize], a.head[a.which*header.MetaSize:(a.which+1)*header.MetaSize])
+		p.act("restored metadata copy %s from copy %s (generation %d)", copyName[a.restore], copyName[a.which], a.meta.Generation)
+	}
+	if a.size > p.size {
+		p.act("dropped %d bytes after the last filter", a.size-p.size)
+	}
+	if !a.hotOK && src == nil {
+		p.actions = append(p.actions, "the hot page cannot be trusted: the file needs Rebuild")
+		return p, nil
+	}
+	epoch := a.epoch
+	if !a.hotOK {
+		// Start the hot page afresh: every filter is rebuilt, every slot freed.
+		p.zero(header.HotOffset, header.DataOffset)
+		p.act("reset the hot page, filter lines and writer slots")
+		epoch = 0
+	}
+	p.put(header.PublishedOffset, uint64(n))
+	p.zero(header.FlushCountOffset+8, header.BootIDOffset)
+	p.zero(header.CleanBootIDOffset+8, header.HotOffset+header.PageSize)
+	for i := n; i < header.MaxFilters; i++ {
+		off := header.FilterLineOffset(i)
+		p.zero(off, off+header.LineSize)
+	}
+
+	// Cut-short operations of dead writers.
+	bump := map[recRef]bool{}
+	for i := range a.filters {
+		res := a.filters[i].res
+		if res == nil || !a.hotOK {
+			continue
+		}
+		for off, w := range res.words {
+			p.words[off] = w
+		}
+		for j, rr := range a.filters[i].recs {
+			if res.choice[j].complete {
+				bump[rr] = true
+			}
+		}
+		items := int64(a.filters[i].items) + res.itemsDelta
+		if res.recount {
+			items = (int64(a.filters[i].sum) + res.sumDelta) / int64(a.filters[i].desc.K)
+		}
+		p.put(header.FilterLineOffset(i)+header.FilterItemsOff, uint64(items))
+		if res.exact {
+			p.act("filter %d: %s", i, res.summary())
+		} else {
+			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", i, len(res.choice), res.why)
+		}
+	}
+	// Free the slots of dead writers, keeping their completed counts.
+	var mem uint64
+	for s := range a.slots {
+		si := &a.slots[s]
+		base := header.SlotOffset(s)
+		if si.live {
+			mem += si.completed
+			continue
+		}
+		if !a.hotOK {
+			continue // zeroed above
+		}
+		freed := si.owner != 0 || si.inFlight > 0
+		if freed {
+			p.put(base+header.SlotOwnerOff, 0)
+			p.put(base+header.SlotPIDOff, 0)
+			p.put(base+header.SlotOpenedOff, 0)
+		}
+		for r := range si.recs {
+			ri := &si.recs[r]
+			c := ri.count()
+			if bump[recRef{s, r}] {
+				c++
+			}
+			mem += c
+			if !ri.inFlight() && !ri.bad {
+				continue
+			}
+			off := header.RecordOffset(s, r)
+			p.put(off+header.RecOpOff, c<<opCountShift)
+			p.put(off+header.RecHashOff, 0)
+			p.put(off+header.RecChangedOff, 0)
+			p.put(off+header.RecDoubtOff, 0)
+			p.zero(off+32, off+header.LineSize)
+		}
+		if freed {
+			p.act("freed slot %d (pid %d, %d operation(s) in flight)", s, si.pid, si.inFlight)
+		}
+	}
+
+	// Filter lines, counter tails and item counts.
+	for i := range a.filters {
+		fi := &a.filters[i]
+		line := header.FilterLineOffset(i)
+		if fi.lineOK {
+			p.zero(line+32, line+header.LineSize)
+		}
+		if fi.tailOff >= 0 {
+			if err := p.zeroTail(img, fi); err != nil {
+				return nil, err
+			}
+			p.act("filter %d: zeroed the bytes after the last counter", i)
+		}
+		if want := i < n-1; fi.lineOK && fi.sealed != want && !a.needRebuild[i] {
+			v := fi.maxID
+			if want {
+				v |= header.Sealed
+			}
+			p.put(line+header.FilterMaxIDOff, v)
+			p.act("filter %d: id range %s", i, map[bool]string{true: "sealed", false: "unsealed"}[want])
+		}
+		if fi.recount && !a.needRebuild[i] {
+			v := fi.sum / uint64(fi.desc.K)
+			p.put(line+header.FilterItemsOff, v)
+			p.act("filter %d: item count %d recounted from the counters: %d", i, int64(fi.items), v)
+		}
+	}
+
+	// Filters that need the application's data.
+	var rebuilt, left []int
+	for i := range a.filters {
+		if !a.needRebuild[i] {
+			continue
+		}
+		if src == nil {
+			left = append(left, i)
+			continue
+		}
+		if err := p.rebuild(a, i, src); err != nil {
+			return nil, err
+		}
+		rebuilt = append(rebuilt, i)
+	}
+
+	// The state word.
+	switch {
+	case len(left) == 0:
+		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 {
+			p.put(header.StateOffset, seqnum.Pack(epoch+1, seqnum.Clean))
+			p.put(header.DiskSeqOffset, mem)
+			p.put(header.FlushCountOffset, le.Uint64(p.head[header.FlushCountOffset:])+1)
+			p.put(header.CleanBootIDOffset, le.Uint64(a.boot[:8]))
+			if !a.hotOK {
+				copy(p.head[header.BootIDOffset:], a.boot[:])
+			}
+			p.act("marked the file clean: epoch %d, disk_seqnum = mem_seqnum = %d", epoch+1, mem)
+		}
+	case a.trusted:
+		// Repair on this boot could not make some filters exact: they alone
+		// stay marked dirty, with a boot identity no machine has.
+		p.put(header.StateOffset, seqnum.Pack(epoch+1, seqnum.Dirty))
+		p.put(header.DiskSeqOffset, 0)
+		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
+		for _, i := range left {
+			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, epoch+1)
+		}
+		p.act("left filters %v marked dirty: they need Rebuild", left)
+	default:
+		p.put(header.DiskSeqOffset, 0)
+		for _, i := range left {
+			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, epoch)
+		}
+		p.actions = append(p.actions, fmt.Sprintf("filters %v need Rebuild", left))
+	}
+	// A filter line that is garbage gets a plausible one, so that the file
+	// opens (with AllowUnclean) and Rebuild knows the filter's id range.
+	for _, i := range left {
+		fi := &a.filters[i]
+		if fi.lineOK && fi.itemsOK {
+			continue
+		}
+		line := header.FilterLineOffset(i)
+		items := uint64(0)
+		if fi.sat == 0 && fi.sum%uint64(fi.desc.K) == 0 {
+			items = fi.sum / uint64(fi.desc.K)
+		}
+		p.put(line+header.FilterItemsOff, items)
+		if !fi.lineOK {
+			lo, hi, _ := a.rangeFor(i)
+			if i < len(a.filters)-1 {
+				hi |= header.Sealed
+			}
+			p.put(line+header.FilterMinIDOff, lo)
+			p.put(line+header.FilterMaxIDOff, hi)
+			p.zero(line+32, line+header.LineSize)
+		}
+	}
+	return p, nil
+}
+
+// rangeFor returns the id range Rebuild asks the source for filter i, and
+// false if the filter is known to be empty. The filter line's range is
+// widened before the counters change but made durable only with the next
+// sync of the lines, so for the newest filter (the only one whose range
+// widens) it may be behind: its range is open-ended, from the smaller of its
+// first id and the line's. An older filter's range was sealed when the next
+// filter was appended (its line is synced before that one changes); if the
+// line is garbage, the directory's first ids bound it.
+func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
+	fi := &a.filters[i]
+	if i == len(a.filters)-1 {
+		lo = fi.desc.FirstID
+		if fi.lineOK && fi.minID <= fi.maxID {
+			lo = min(lo, fi.minID)
+		}
+		return lo, header.MaxID, true
+	}
+	if fi.lineOK {
+		if fi.minID > fi.maxID {
+			return 0, 0, false
+		}
+		return fi.minID, fi.maxID, true
+	}
+	lo = fi.desc.FirstID
+	if next := a.filters[i+1].desc.FirstID; next > lo {
+		return lo, next - 1, true
+	}
+	return lo, header.MaxID, true
+}
+
+// rebuild zeroes filter i and re-adds the keys src yields for its id range.
+func (p *patch) rebuild(a *analysis, i int, src Source) error {
+	fi := &a.filters[i]
+	d := fi.desc
+	words := make([]uint64, d.Length/8)
+	cf, err := counting4.New(words, counting4.Layout(d.LayoutID), d.Counters, d.K)
+	if err != nil {
+		return fmt.Errorf("filter %d: %w", i, err)
+	}
+	lo, hi, ask := a.rangeFor(i)
+	var salt uint64
+	if d.HashID == header.HashXXH64Seeded {
+		salt = counting4.Salt(i)
+	}
+	seed := a.meta.Params.Seed
+	var count uint64
+	minID, maxID := uint64(math.MaxUint64), uint64(0)
+	add := func(key []byte, id uint64) error {
+		if id < lo || id > hi {
+			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
+		}
+		var h uint64
+		if d.HashID == header.HashMurmur3Orig {
+			h = scaling.HashKeyOriginal(key)
+		} else {
+			h = scaling.HashKey(seed, key) + salt
+		}
+		cf.Add(h, nil)
+		count++
+		minID, maxID = min(minID, id), max(maxID, id)
+		return nil
+	}
+	if ask {
+		if err := src(lo, hi, add); err != nil {
+			return fmt.Errorf("rebuilding filter %d from ids [%d, %d]: %w", i, lo, hi, err)
+		}
+	}
+	if count > itemLimit(d.Capacity) {
+		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", count, i, d.Capacity)
+	}
+	b := make([]byte, d.Length)
+	for j, w := range words {
+		le.PutUint64(b[j*8:], w)
+	}
+	p.filters[i], p.offsets[i] = b, d.Offset
+	line := header.FilterLineOffset(i)
+	p.put(line+header.FilterItemsOff, count)
+	p.put(line+header.FilterMarkOff, 0)
+	if i < len(a.filters)-1 {
+		maxID |= header.Sealed
+	}
+	p.put(line+header.FilterMinIDOff, minID)
+	p.put(line+header.FilterMaxIDOff, maxID)
+	p.zero(line+32, line+header.LineSize)
+	p.keys += count
+	if ask {
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", i, lo, hi, count)
+	} else {
+		p.act("filter %d: rebuilt empty (its id range is empty)", i)
+	}
+	return nil
+}
+
+// zeroTail patches the words after the filter's last counter to zero.
+func (p *patch) zeroTail(img image, fi *filterInfo) error {
+	d := fi.desc
+	first := int64((d.Counters + 15) / 16)
+	start := d.Offset + (first-1)*8
+	if d.Counters%16 == 0 {
+		start += 8
+	}
+	buf := make([]byte, min(chunkSize, d.Offset+d.Length-start))
+	for pos := start; pos < d.Offset+d.Length; pos += chunkSize {
+		n := min(chunkSize, d.Offset+d.Length-pos)
+		if err := readFull(img, buf[:n], pos); err != nil {
+			return err
+		}
+		for j := int64(0); j < n; j += 8 {
+			w := le.Uint64(buf[j:])
+			off := pos + j
+			if off == d.Offset+(first-1)*8 {
+				if pw, ok := p.words[off]; ok {
+					w = pw
+				}
+				w &= 1<<(4*(d.Counters%16)) - 1
+			} else {
+				w = 0
+			}
+			if w != le.Uint64(buf[j:]) {
+				p.words[off] = w
+			}
+		}
+	}
+	return nil
+}
+
+// writeTo writes the patch over dst, which holds a copy of the original.
+func (p *patch) writeTo(dst io.WriterAt) error {
+	if _, err := dst.WriteAt(p.head, 0); err != nil {
+		return err
+	}
+	offs := make([]int64, 0, len(p.words))
+	for off := range p.words {
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	var b [8]byte
+	for _, off := range offs {
+		le.PutUint64(b[:], p.words[off])
+		if _, err := dst.WriteAt(b[:], off); err != nil {
+			return err
+		}
+	}
+	for i, off := range p.offsets {
+		if _, err := dst.WriteAt(p.filters[i], off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply returns a patched copy of img (in memory).
+func (p *patch) apply(img image) ([]byte, error) {
+	out := make([]byte, p.size)
+	if err := readFull(img, out, 0); err != nil {
+		return nil, err
+	}
+	if err := p.writeTo(bytesImage(out)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

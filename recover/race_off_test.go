@@ -1,0 +1,5 @@
+//go:build !race
+
+package recover
+
+const raceEnabled = false

@@ -1,0 +1,199 @@
+package recover
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/scaling"
+)
+
+var errCrash = errors.New("simulated crash")
+
+// TestRepairInterruptedAtEachStep stops Repair at each step as a crash would
+// (leaving its temporary file): the path then holds either the old file or
+// the new one, never a mix, and a later Repair finishes the job.
+func TestRepairInterruptedAtEachStep(t *testing.T) {
+	for _, at := range []string{"copied", "patched", "backup", "renamed"} {
+		t.Run(at, func(t *testing.T) {
+			path := interruptedFile(t)
+			old := sum256(t, path)
+			hook = func(s string) error {
+				if s == at {
+					return errCrash
+				}
+				return nil
+			}
+			_, err := Repair(path, &RepairOptions{BootID: testBoot})
+			hook = nil
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("Repair: %v", err)
+			}
+			r := verifyT(t, path)
+			switch {
+			case sum256(t, path) == old:
+				if at == "renamed" {
+					t.Fatal("the old file is still in place after the rename")
+				}
+			case r.State == Clean:
+				if at != "renamed" {
+					t.Fatalf("the new file is in place before the rename (%s)", at)
+				}
+			default:
+				t.Fatalf("the file is neither the old one nor a clean new one: %s", r.State)
+			}
+			rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+			if err != nil || rep.State != Clean || verifyT(t, path).State != Clean {
+				t.Fatalf("Repair after the crash: %v %v", err, rep)
+			}
+		})
+	}
+}
+
+// TestRepairOptions covers Output, Backup, DryRun and the nothing-to-do case.
+func TestRepairOptions(t *testing.T) {
+	t.Run("output", func(t *testing.T) {
+		path := interruptedFile(t)
+		old := sum256(t, path)
+		out := filepath.Join(t.TempDir(), "out.dbl")
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out})
+		if err != nil || rep.State != Clean || rep.Path != out {
+			t.Fatalf("Repair: %v %v", err, rep)
+		}
+		if sum256(t, path) != old {
+			t.Fatal("Repair with Output changed the original")
+		}
+		if _, err := os.Stat(path + ".bak"); !os.IsNotExist(err) {
+			t.Fatal("Repair with Output made a backup")
+		}
+		if verifyT(t, out).State != Clean {
+			t.Fatal("the output is not clean")
+		}
+	})
+	t.Run("backup", func(t *testing.T) {
+		path := interruptedFile(t)
+		old := sum256(t, path)
+		bak := filepath.Join(filepath.Dir(path), "keep.old")
+		if err := os.WriteFile(bak, []byte("stale"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Repair(path, &RepairOptions{BootID: testBoot, Backup: bak}); err != nil {
+			t.Fatal(err)
+		}
+		if sum256(t, bak) != old {
+			t.Fatal("the backup is not the original")
+		}
+		if verifyT(t, bak).State != Interrupted || verifyT(t, path).State != Clean {
+			t.Fatal("wrong states after repair")
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		path := interruptedFile(t)
+		old := sum256(t, path)
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+		if err != nil || rep.State != Clean || len(rep.Actions) == 0 {
+			t.Fatalf("dry run: %v %v", err, rep)
+		}
+		if sum256(t, path) != old {
+			t.Fatal("a dry run changed the file")
+		}
+		ents, _ := os.ReadDir(filepath.Dir(path))
+		if len(ents) != 1 {
+			t.Fatalf("a dry run left %d entries in the directory", len(ents))
+		}
+	})
+	t.Run("nothing to do", func(t *testing.T) {
+		path := newFile(t, 1000, counting4.Classic, 20)
+		old := sum256(t, path)
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+		if err != nil || rep.State != Clean {
+			t.Fatalf("Repair: %v %v", err, rep)
+		}
+		if sum256(t, path) != old {
+			t.Fatal("Repair of a clean file changed it")
+		}
+		if _, err := os.Stat(path + ".bak"); !os.IsNotExist(err) {
+			t.Fatal("Repair of a clean file made a backup")
+		}
+	})
+	t.Run("no source", func(t *testing.T) {
+		if _, err := Rebuild(interruptedFile(t), nil, nil); !errors.Is(err, ErrNoSource) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestRepairBusy: Repair refuses while a writer has the file open (its slot
+// lock), at once without Wait, and goes ahead when the writer closes within
+// Wait. Verify meanwhile reports the live slot and changes nothing.
+func TestRepairBusy(t *testing.T) {
+	path := interruptedFile(t)
+	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, AllowUnclean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := verifyT(t, path)
+	live := 0
+	for _, s := range r.Slots {
+		if s.Live {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Fatalf("Verify sees %d live slots, want 1", live)
+	}
+	start := time.Now()
+	_, err = Repair(path, &RepairOptions{BootID: testBoot})
+	if !errors.Is(err, ErrBusy) || time.Since(start) > time.Second {
+		t.Fatalf("Repair of a file in use: %v after %v", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "slot") {
+		t.Fatalf("the error does not say what holds the file: %v", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f.Close()
+	}()
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot, Wait: 5 * time.Second})
+	if err != nil || rep.State != Clean {
+		t.Fatalf("Repair with Wait: %v %v", err, rep)
+	}
+}
+
+// TestVerifyReport checks the report's numbers on a known file.
+func TestVerifyReport(t *testing.T) {
+	path := interruptedFile(t)
+	r := verifyT(t, path)
+	if r.State != Interrupted || r.Phase != "dirty" || !r.BootMatches || r.MemSeqnum != 0 || r.DiskSeqnum != 0 {
+		t.Fatalf("report: %+v", r)
+	}
+	if len(r.Filters) != 1 || r.Filters[0].Items != 300 || !r.Filters[0].Dirty || r.Filters[0].FirstID != 1 || r.Filters[0].LastID != 300 {
+		t.Fatalf("filter report: %+v", r.Filters)
+	}
+	found := false
+	for _, s := range r.Slots {
+		for _, op := range s.InFlight {
+			if s.Slot == 5 && op.Record == 3 && op.Op == "add" && op.Filter == 0 && op.Changed != 0 && !s.Live {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the cut-short add is not in the report: %+v", r.Slots)
+	}
+	if !errors.Is(r.Err(), scaling.ErrUnclean) {
+		t.Fatalf("Err: %v", r.Err())
+	}
+	for _, s := range []State{Clean, Unflushed, Interrupted, Dirty, Damaged, Corrupt} {
+		if strings.HasPrefix(s.String(), "state(") {
+			t.Fatalf("state %d has no name", s)
+		}
+	}
+	if _, err := Verify(filepath.Join(t.TempDir(), "missing")); !os.IsNotExist(err) {
+		t.Fatalf("Verify of a missing file: %v", err)
+	}
+}

@@ -1,0 +1,279 @@
+package recover
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+)
+
+// hyp is one possible truth about an operation cut short, and what to do
+// about it.
+//
+// A record's Changed mask says which of the key's positions were changed;
+// its Doubt mask names the positions of a compare-and-swap that may or may
+// not have happened (all of them changed by that one CAS, or none): the
+// truth is Changed or Changed^Doubt. The item count is adjusted only after
+// the counters (and before the record is released), so a record whose Doubt
+// is 0 and Changed is not 0 finished its counters, and its item count may or
+// may not have been adjusted.
+type hyp struct {
+	rollback   uint64 // positions whose change is reverted
+	complete   bool   // the operation counts as completed
+	itemsDelta int64  // added to the item count
+	contrib    int64  // what the operation added to sum − k×items under this hypothesis
+}
+
+// resolution is how Repair ends the cut-short operations on one filter.
+type resolution struct {
+	filter       int
+	exact        bool   // every operation ends wholly applied or wholly undone, and the item count agrees
+	itemsUnknown bool   // saturated counters: the item count cannot be checked
+	recount      bool   // the item count is set from the counter sum afterwards
+	why          string // why it is not exact
+	choice       []hyp  // per record of the filter
+	words        map[int64]uint64
+	sumDelta     int64
+	itemsDelta   int64
+	rolledBack   int
+	completed    int
+	underflow    bool
+}
+
+func (r *resolution) summary() string {
+	s := fmt.Sprintf("rolls back %d and completes %d cut-short operation(s) exactly", r.rolledBack, r.completed)
+	if r.itemsUnknown {
+		s += " (saturated counters hide whether the item count was adjusted; it is left as it is)"
+	}
+	return s
+}
+
+// hypsOf lists the possible truths of an in-flight record.
+//
+// The order of counting4's stores narrows them down. Changed gains a group's
+// bits only after that group's compare-and-swap succeeded, and Doubt keeps
+// the last group's bits until the next group (or the end) replaces them; so
+// a Doubt inside Changed is stale: its CAS happened. The one exception is a
+// Remove undoing its changes one position at a time (after it met a counter
+// already at zero): there Doubt is the single position being restored,
+// which is then the lowest bit left in Changed. Only a Doubt outside
+// Changed, or one that may be that undo, is a real doubt.
+func hypsOf(ri *recInfo) []hyp {
+	d := ri.dir()
+	c, db := ri.changed, ri.doubt
+	mayBeUndo := ri.dir() < 0 && bits.OnesCount64(db) == 1 && c&(db-1) == 0
+	switch {
+	case db != 0 && db&^c == 0 && !mayBeUndo:
+		return []hyp{{rollback: c, contrib: d * int64(bits.OnesCount64(c))}}
+	case db != 0:
+		return []hyp{
+			{rollback: c, contrib: d * int64(bits.OnesCount64(c))},
+			{rollback: c ^ db, contrib: d * int64(bits.OnesCount64(c^db))},
+		}
+	case c != 0:
+		return []hyp{
+			{complete: true, itemsDelta: d, contrib: d * int64(bits.OnesCount64(c))},
+			{complete: true, contrib: 0},
+		}
+	}
+	return []hyp{{}}
+}
+
+// safeHyp is the choice that can only leave counters too high, never too
+// low: a false positive at worst, never a false negative.
+func safeHyp(ri *recInfo) hyp {
+	c, db := ri.changed, ri.doubt
+	switch {
+	case db != 0 && ri.dir() > 0:
+		return hyp{rollback: c &^ db} // the doubtful increments stay
+	case db != 0:
+		return hyp{rollback: c | db} // the doubtful decrements are undone
+	case c != 0:
+		return hyp{complete: true}
+	}
+	return hyp{}
+}
+
+// maxCombos bounds the hypotheses tried.
+const maxCombos = 1 << 16
+
+// enumerate finds the combinations of hypotheses whose contributions add up
+// to target, and returns how many distinct effects they have (stopping at
+// 2; -1 if there are too many combinations to try) and the first. Two
+// combinations have the same effect when they revert the same positions,
+// complete the same operations and change the item count by the same amount
+// (which record adjusted the count does not matter).
+func enumerate(hs [][]hyp, target int64) (n int, first []hyp) {
+	combos := 1
+	for _, h := range hs {
+		combos *= len(h)
+		if combos > maxCombos {
+			return -1, nil
+		}
+	}
+	cur := make([]hyp, len(hs))
+	effect := func(c []hyp) string {
+		var b []byte
+		var items int64
+		for _, h := range c {
+			b = fmt.Appendf(b, "%x/%v,", h.rollback, h.complete)
+			items += h.itemsDelta
+		}
+		return fmt.Sprintf("%s%d", b, items)
+	}
+	var firstEffect string
+	var walk func(i int, acc int64)
+	walk = func(i int, acc int64) {
+		if n >= 2 {
+			return
+		}
+		if i == len(hs) {
+			if acc != target {
+				return
+			}
+			switch e := effect(cur); {
+			case first == nil:
+				first, firstEffect, n = slices.Clone(cur), e, 1
+			case e != firstEffect:
+				n = 2
+			}
+			return
+		}
+		for _, h := range hs[i] {
+			cur[i] = h
+			walk(i+1, acc+h.contrib)
+		}
+	}
+	walk(0, 0)
+	return n, first
+}
+
+// resolve decides how to end the operations dead writers left in flight on
+// filter i, using the identity sum(counters) = k × items (exact while no
+// counter is saturated) to tell which of each record's possible truths holds.
+func (a *analysis) resolve(img image, i int) (*resolution, error) {
+	fi := &a.filters[i]
+	recs := make([]*recInfo, len(fi.recs))
+	hs := make([][]hyp, len(fi.recs))
+	anyDoubt := false
+	for j, rr := range fi.recs {
+		recs[j] = &a.slots[rr.slot].recs[rr.rec]
+		hs[j] = hypsOf(recs[j])
+		if recs[j].doubt != 0 {
+			anyDoubt = true
+		}
+	}
+	k := int64(fi.desc.K)
+	res := &resolution{filter: i}
+	var choice []hyp
+	switch {
+	case fi.sat == 0 && fi.itemsOK:
+		n, first := enumerate(hs, int64(fi.sum)-k*int64(fi.items))
+		switch n {
+		case 1:
+			choice = first
+		case 0:
+			res.why = fmt.Sprintf("no combination of the records' possible states explains the counter sum %d with %d items", fi.sum, fi.items)
+		case -1:
+			res.why = "too many records to weigh"
+		default:
+			res.why = fmt.Sprintf("several combinations of the records' possible states explain the counter sum %d with %d items", fi.sum, fi.items)
+		}
+	case !anyDoubt:
+		// Every record's counters are known; only the item count is not.
+		choice = make([]hyp, len(recs))
+		for j, ri := range recs {
+			if ri.changed != 0 {
+				choice[j] = hyp{complete: true}
+			}
+		}
+		if fi.sat == 0 {
+			res.recount = true
+		} else {
+			res.itemsUnknown = true
+		}
+	case fi.sat > 0:
+		res.why = fmt.Sprintf("%d saturated counters hide the counter-sum identity", fi.sat)
+	default:
+		res.why = fmt.Sprintf("the item count %d is impossible", int64(fi.items))
+	}
+	if choice != nil {
+		if err := res.apply(img, fi, recs, choice); err != nil {
+			return nil, err
+		}
+		switch {
+		case res.underflow:
+			res.why = "rolling back would take a counter below zero"
+		case res.recount && (int64(fi.sum)+res.sumDelta)%k != 0:
+			res.why = fmt.Sprintf("the counter sum %d is not a multiple of k = %d", int64(fi.sum)+res.sumDelta, k)
+		case fi.sat == 0 && !res.recount && int64(fi.sum)+res.sumDelta != k*(int64(fi.items)+res.itemsDelta):
+			res.why = "the counter sum disagrees with the item count after the roll-back"
+		default:
+			res.exact = true
+			return res, nil
+		}
+	}
+	safe := make([]hyp, len(recs))
+	for j, ri := range recs {
+		safe[j] = safeHyp(ri)
+	}
+	*res = resolution{filter: i, why: res.why}
+	if err := res.apply(img, fi, recs, safe); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// apply works out the counter words that choice changes. Reverting an
+// increment leaves a saturated counter at 15 (it may stand for more adds than
+// it counts) and never goes below zero.
+func (res *resolution) apply(img image, fi *filterInfo, recs []*recInfo, choice []hyp) error {
+	res.choice = choice
+	res.words = map[int64]uint64{}
+	lay := counting4.Layout(fi.desc.LayoutID)
+	var pos [header.MaxK]uint64
+	var buf [8]byte
+	for j, ri := range recs {
+		h := choice[j]
+		res.itemsDelta += h.itemsDelta
+		if h.complete {
+			res.completed++
+		} else if ri.changed != 0 || ri.doubt != 0 {
+			res.rolledBack++
+		}
+		if h.rollback == 0 {
+			continue
+		}
+		// The record holds the key hash of the filter (salted for native
+		// filters, as keyHash computes it): positions come straight from it.
+		lay.Positions(ri.hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
+		for m := h.rollback; m != 0; m &= m - 1 {
+			p := pos[bits.TrailingZeros64(m)]
+			off := fi.desc.Offset + int64(p>>4)*8
+			w, ok := res.words[off]
+			if !ok {
+				if err := readFull(img, buf[:], off); err != nil {
+					return err
+				}
+				w = le.Uint64(buf[:])
+			}
+			sh := (p & 15) * 4
+			v := w >> sh & 15
+			switch {
+			case v == 15:
+			case ri.dir() > 0 && v == 0:
+				res.underflow = true
+			case ri.dir() > 0:
+				w -= 1 << sh
+				res.sumDelta--
+			default:
+				w += 1 << sh
+				res.sumDelta++
+			}
+			res.words[off] = w
+		}
+	}
+	return nil
+}
