@@ -23,11 +23,11 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 		return nil, fmt.Errorf("%w: k = %d", ErrSize, k)
 	case counters == 0 || (counters+15)/16 > uint64(len(words)):
 		return nil, fmt.Errorf("%w: %d counters need %d words, have %d", ErrSize, counters, (counters+15)/16, len(words))
-	case layout == Blocked512 && counters%BlockCounters != 0:
+	case layout.blockSize() != 0 && counters%layout.blockSize() != 0:
 		return nil, fmt.Errorf("%w: %d counters is not whole blocks", ErrSize, counters)
 	case layout == Partitioned && (counters%uint64(k) != 0 || counters/uint64(k) >= 1<<32):
 		return nil, fmt.Errorf("%w: %d counters is not %d partitions of fewer than 2^32", ErrSize, counters, k)
-	case layout != Blocked512 && layout != Classic && layout != Partitioned:
+	case layout != Blocked512 && layout != Blocked1024 && layout != Classic && layout != Partitioned:
 		return nil, fmt.Errorf("%w: unknown layout %d", ErrSize, layout)
 	}
 	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil

@@ -13,14 +13,18 @@ import (
 // MaxK is the largest k a filter may use.
 const MaxK = header.MaxK
 
-// BlockCounters is the number of counters in one Blocked512 block.
+// BlockCounters is the number of counters in one Blocked512 block (64 bytes).
 const BlockCounters = 128
+
+// BlockCounters1024 is the number of counters in one Blocked1024 block (128 bytes).
+const BlockCounters1024 = 256
 
 // Layout identifies how a key hash maps to counters. Values are header.Layout*.
 type Layout uint8
 
 const (
 	Blocked512  Layout = header.LayoutBlocked512
+	Blocked1024 Layout = header.LayoutBlocked1024
 	Classic     Layout = header.LayoutClassic
 	Partitioned Layout = header.LayoutPartitioned
 )
@@ -29,6 +33,8 @@ func (l Layout) String() string {
 	switch l {
 	case Blocked512:
 		return "blocked512"
+	case Blocked1024:
+		return "blocked1024"
 	case Classic:
 		return "classic"
 	case Partitioned:
@@ -64,19 +70,9 @@ func Salt(filter int) uint64 { return uint64(filter+1) * golden }
 func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 	switch l {
 	case Blocked512:
-		g := fmix64(h)
-		base, _ := bits.Mul64(g, counters/BlockCounters)
-		base *= BlockCounters
-		s := fmix64(g ^ golden)
-		x := s
-		for j := 0; j < k; j++ {
-			if j > 0 && j%9 == 0 {
-				s = fmix64(s ^ golden) // re-mix the state, not the spent x
-				x = s
-			}
-			pos[j] = base + x&(BlockCounters-1)
-			x >>= 7
-		}
+		blockedPositions(h, counters, k, pos, BlockCounters, 7, 9)
+	case Blocked1024:
+		blockedPositions(h, counters, k, pos, BlockCounters1024, 8, 8)
 	case Classic:
 		h1 := fmix64(h)
 		h2 := fmix64(h1^golden) | 1
@@ -90,6 +86,37 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 			pos[j] = uint64((h1+uint32(j)*h2)%uint32(cpf)) + uint64(j)*cpf
 		}
 	}
+}
+
+// blockedPositions places k positions in one block of b counters: the block
+// is fastrange(g, blocks) with g = fmix64(h); the positions are w-bit chunks
+// of s = fmix64(g ^ golden), re-mixed (s = fmix64(s ^ golden)) every per
+// positions.
+func blockedPositions(h, counters uint64, k int, pos []uint64, b uint64, w uint, per int) {
+	g := fmix64(h)
+	base, _ := bits.Mul64(g, counters/b)
+	base *= b
+	s := fmix64(g ^ golden)
+	x := s
+	for j := 0; j < k; j++ {
+		if j > 0 && j%per == 0 {
+			s = fmix64(s ^ golden) // re-mix the state, not the spent x
+			x = s
+		}
+		pos[j] = base + x&(b-1)
+		x >>= w
+	}
+}
+
+// blockSize returns the counters per block of a blocked layout, or 0.
+func (l Layout) blockSize() uint64 {
+	switch l {
+	case Blocked512:
+		return BlockCounters
+	case Blocked1024:
+		return BlockCounters1024
+	}
+	return 0
 }
 
 // Size returns the number of counters and the k that a filter of layout l
@@ -111,18 +138,22 @@ func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
 		if m > float64(header.MaxFileSize) {
 			return 0, 0, fmt.Errorf("%w: %v counters", ErrSize, m)
 		}
-	case Blocked512:
+	case Blocked512, Blocked1024:
+		bs := float64(l.blockSize())
 		best := math.Inf(1)
-		for kk := 1; kk <= MaxK; kk++ {
-			b := blocksFor(fn, p, kk)
+		worse := 0
+		for kk := 1; kk <= MaxK && worse < 3; kk++ {
+			b := blocksFor(fn, p, kk, bs)
 			if b < best {
-				best, k = b, kk
+				best, k, worse = b, kk, 0
+			} else {
+				worse++ // past the optimum k: blocks only grow from here
 			}
 		}
-		if best*BlockCounters > float64(header.MaxFileSize) {
-			return 0, 0, fmt.Errorf("%w: capacity %d at error rate %v needs %v counters", ErrSize, n, p, best*BlockCounters)
+		if best*bs > float64(header.MaxFileSize) {
+			return 0, 0, fmt.Errorf("%w: capacity %d at error rate %v needs %v counters", ErrSize, n, p, best*bs)
 		}
-		counters = uint64(best) * BlockCounters
+		counters = uint64(best * bs)
 	default:
 		return 0, 0, fmt.Errorf("%w: unknown layout %d", ErrSize, l)
 	}
@@ -134,7 +165,9 @@ func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
 
 // BlockedFPR is the expected false-positive rate of a Blocked512 filter with
 // the given number of blocks holding n keys with k counters each.
-func BlockedFPR(n, blocks float64, k int) float64 {
+func BlockedFPR(n, blocks float64, k int) float64 { return blockedFPR(n, blocks, k, BlockCounters) }
+
+func blockedFPR(n, blocks float64, k int, bs float64) float64 {
 	if !(n > 0) {
 		return 0
 	}
@@ -142,33 +175,46 @@ func BlockedFPR(n, blocks float64, k int) float64 {
 		return 1
 	}
 	lambda := n / blocks
-	// Poisson terms computed in log space, summed over mean ± 12 sd.
+	// Poisson terms over mean ± 12 sd, from the mode outwards by the ratio
+	// P(i+1)/P(i) = λ/(i+1), so no term needs lgamma.
 	lo := max(0, int(lambda-12*math.Sqrt(lambda)-5))
 	hi := int(lambda+12*math.Sqrt(lambda)) + 20
+	mode := int(lambda)
+	lg, _ := math.Lgamma(float64(mode) + 1)
+	pm := math.Exp(float64(mode)*math.Log(lambda) - lambda - lg)
+	if lambda == 0 {
+		pm = 1
+	}
 	sum := 0.0
-	for i := lo; i <= hi; i++ {
-		lg, _ := math.Lgamma(float64(i) + 1)
-		pi := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
-		sum += pi * blockHit(k, i)
+	pi := pm
+	for i := mode; i <= hi; i++ {
+		sum += pi * blockHit(k, i, int(bs))
+		pi *= lambda / float64(i+1)
+	}
+	pi = pm
+	for i := mode - 1; i >= lo; i-- {
+		pi *= float64(i+1) / lambda
+		sum += pi * blockHit(k, i, int(bs))
 	}
 	return sum
 }
 
-// blocksFor returns the fewest blocks giving BlockedFPR ≤ p with k counters.
-func blocksFor(n, p float64, k int) float64 {
-	lo, hi := 1.0, math.Max(2, n)
-	for BlockedFPR(n, hi, k) > p {
+// blocksFor returns the fewest blocks of bs counters giving an FPR ≤ p with
+// k counters per key.
+func blocksFor(n, p float64, k int, bs float64) float64 {
+	lo, hi := 1.0, math.Max(2, math.Ceil(n*-math.Log(p)/(math.Ln2*math.Ln2)/bs))
+	for blockedFPR(n, hi, k, bs) > p {
 		lo, hi = hi, hi*2
 		if hi > 1<<40 {
 			return math.Inf(1)
 		}
 	}
-	if BlockedFPR(n, lo, k) <= p {
+	if blockedFPR(n, lo, k, bs) <= p {
 		return lo
 	}
 	for hi-lo > 1 {
 		mid := math.Floor((lo + hi) / 2)
-		if BlockedFPR(n, mid, k) <= p {
+		if blockedFPR(n, mid, k, bs) <= p {
 			hi = mid
 		} else {
 			lo = mid
@@ -183,45 +229,50 @@ func (l Layout) EstimateFPR(counters uint64, k int, n uint64) float64 {
 	if n == 0 {
 		return 0
 	}
-	if l == Blocked512 {
-		return BlockedFPR(float64(n), float64(counters/BlockCounters), k)
+	if bs := l.blockSize(); bs != 0 {
+		return blockedFPR(float64(n), float64(counters/bs), k, float64(bs))
 	}
 	return math.Pow(-math.Expm1(-float64(k)*float64(n)/float64(counters)), float64(k))
 }
 
-var blockHits struct {
+type blockHitCache struct {
 	sync.Mutex
 	hit  [MaxK + 1][]float64
 	dist [MaxK + 1][]float64
 }
 
+var blockHits = map[int]*blockHitCache{BlockCounters: {}, BlockCounters1024: {}}
+
 // blockHit is the probability that a query's k positions (uniform, with
-// replacement) all hit non-zero counters of a block holding i keys:
-// E[(S/128)^k], with the distribution of S (counters set) computed exactly.
-func blockHit(k, i int) float64 {
-	if k*i >= 6000 { // P(some counter unset) ≤ 128·(1-1/128)^(k·i) < 1e-18
+// replacement) all hit non-zero counters of a block of bs counters holding i
+// keys: E[(S/bs)^k], with the distribution of S (counters set) computed
+// exactly by dynamic programming over the i·k increments.
+func blockHit(k, i, bs int) float64 {
+	if float64(k*i) >= 50*float64(bs) { // P(some counter unset) ≤ bs·e^(-k·i/bs) < 1e-18
 		return 1
 	}
-	c := &blockHits
+	c := blockHits[bs]
 	c.Lock()
 	defer c.Unlock()
 	for len(c.hit[k]) <= i {
 		d := c.dist[k]
 		if d == nil {
-			d = make([]float64, BlockCounters+1)
+			d = make([]float64, bs+1)
 			d[0] = 1
 			c.dist[k] = d
 		} else {
 			for b := 0; b < k; b++ {
-				for s := BlockCounters; s > 0; s-- {
-					d[s] = d[s]*float64(s)/BlockCounters + d[s-1]*float64(BlockCounters-s+1)/BlockCounters
+				for s := bs; s > 0; s-- {
+					d[s] = d[s]*float64(s)/float64(bs) + d[s-1]*float64(bs-s+1)/float64(bs)
 				}
 				d[0] = 0
 			}
 		}
 		p := 0.0
 		for s, ps := range d {
-			p += ps * math.Pow(float64(s)/BlockCounters, float64(k))
+			if ps > 0 {
+				p += ps * math.Pow(float64(s)/float64(bs), float64(k))
+			}
 		}
 		c.hit[k] = append(c.hit[k], p)
 	}

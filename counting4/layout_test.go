@@ -77,6 +77,11 @@ func goldenCases() []goldenCase {
 				cs = append(cs, goldenCase{Blocked512, h, c, k})
 			}
 		}
+		for _, c := range []uint64{BlockCounters1024, BlockCounters1024 * 1000, 1 << 40} {
+			for _, k := range []int{1, 8, 9, 17} {
+				cs = append(cs, goldenCase{Blocked1024, h, c, k})
+			}
+		}
 		for _, c := range []uint64{1, 1000, 1<<40 + 7} {
 			for _, k := range []int{1, 7, 16} {
 				cs = append(cs, goldenCase{Classic, h, c, k})
@@ -231,7 +236,7 @@ func TestPositions64Bit(t *testing.T) {
 	const counters = 1 << 40
 	pos := make([]uint64, MaxK)
 	s := splitmix64(99)
-	for _, l := range []Layout{Blocked512, Classic} {
+	for _, l := range []Layout{Blocked512, Blocked1024, Classic} {
 		above := 0
 		for i := 0; i < 1000; i++ {
 			l.Positions(s.next(), counters, 8, pos)
@@ -362,7 +367,7 @@ func TestSizeErrors(t *testing.T) {
 }
 
 func TestSizeShape(t *testing.T) {
-	for _, l := range []Layout{Blocked512, Classic, Partitioned} {
+	for _, l := range []Layout{Blocked512, Blocked1024, Classic, Partitioned} {
 		for _, n := range []uint64{1, 10, 1000, 100_000} {
 			prev := uint64(0)
 			for _, p := range []float64{0.5, 0.1, 0.01, 0.001, 1e-5} {
@@ -384,7 +389,7 @@ func TestSizeShape(t *testing.T) {
 				// use the textbook m and a rounded k, which lands up to ~0.7%
 				// above the target.
 				slack := 1.0001
-				if l != Blocked512 {
+				if l.blockSize() == 0 {
 					slack = 1.01
 				}
 				if est := l.EstimateFPR(c, k, n); est > p*slack {
@@ -462,7 +467,7 @@ func TestSizingMeetsTarget(t *testing.T) {
 		t.Skip("statistical, no concurrency: skipped under the race detector")
 	}
 	n, trials := 20000, 200000
-	for _, l := range []Layout{Classic, Blocked512} {
+	for _, l := range []Layout{Classic, Blocked512, Blocked1024} {
 		for _, p := range []float64{0.05, 0.01, 0.001} {
 			measured, est, c, k := measureFPR(t, l, n, p, trials, uint64(p*1e6))
 			t.Logf("%v p=%v: %d counters (%.1f bits/key), k=%d: measured %.5f, estimated %.5f", l, p, c, float64(c)*4/float64(n), k, measured, est)

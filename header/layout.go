@@ -105,6 +105,9 @@ const (
 	// LayoutPartitioned is dablooms 0.9.1's: k partitions of cpf counters,
 	// index (uint32)(h1+j*h2) % cpf + j*cpf.
 	LayoutPartitioned = 3
+	// LayoutBlocked1024 places all k counters of a key in one 128-byte block
+	// (two adjacent cache lines) of 256 counters chosen by fastrange.
+	LayoutBlocked1024 = 4
 )
 
 // Metadata copy field offsets (relative to the start of a copy).

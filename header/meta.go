@@ -223,10 +223,12 @@ func validateEntry(f *FilterDesc) error {
 		return corrupt(ErrCorrupt, entErrorRate, -1, "error rate", "%v outside (0, 1)", f.ErrorRate)
 	case f.HashID != HashXXH64Seeded && f.HashID != HashMurmur3Orig:
 		return corrupt(ErrCorrupt, entHashID, -1, "hash id", "unknown hash %d", f.HashID)
-	case f.LayoutID < LayoutBlocked512 || f.LayoutID > LayoutPartitioned:
+	case f.LayoutID < LayoutBlocked512 || f.LayoutID > LayoutBlocked1024:
 		return corrupt(ErrCorrupt, entLayoutID, -1, "layout id", "unknown layout %d", f.LayoutID)
 	case f.Counters == 0 || f.Counters > uint64(f.Length)*2:
 		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d counters do not fit in %d bytes", f.Counters, f.Length)
+	case f.LayoutID == LayoutBlocked1024 && f.Counters%256 != 0:
+		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d is not a whole number of 256-counter blocks", f.Counters)
 	case f.LayoutID == LayoutBlocked512 && f.Counters%128 != 0:
 		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d is not a whole number of 128-counter blocks", f.Counters)
 	case f.LayoutID == LayoutPartitioned && (f.Counters%uint64(f.K) != 0 || f.Counters/uint64(f.K) > math.MaxUint32):
@@ -249,8 +251,8 @@ func ValidateParams(p *Params) error {
 		return corrupt(ErrCorrupt, offTighten, -1, "tightening ratio", "%v outside (0, 1)", p.TighteningRatio)
 	case p.HashID != HashXXH64Seeded:
 		return corrupt(ErrCorrupt, offHashID, -1, "hash id", "new filters must use hash %d, got %d", HashXXH64Seeded, p.HashID)
-	case p.LayoutID != LayoutBlocked512 && p.LayoutID != LayoutClassic:
-		return corrupt(ErrCorrupt, offLayoutID, -1, "layout id", "new filters must use layout %d or %d, got %d", LayoutBlocked512, LayoutClassic, p.LayoutID)
+	case p.LayoutID != LayoutBlocked512 && p.LayoutID != LayoutBlocked1024 && p.LayoutID != LayoutClassic:
+		return corrupt(ErrCorrupt, offLayoutID, -1, "layout id", "new filters must use layout %d, %d or %d, got %d", LayoutBlocked512, LayoutBlocked1024, LayoutClassic, p.LayoutID)
 	}
 	return nil
 }

@@ -98,8 +98,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("TighteningRatio", v.TighteningRatio, "must be a finite number with 0 < TighteningRatio < 1")
 	case v.Capacity > header.MaxFileSize:
 		return bad("Capacity", v.Capacity, "larger than any file can hold")
-	case v.Layout != counting4.Blocked512 && v.Layout != counting4.Classic:
-		return bad("Layout", v.Layout, "must be counting4.Blocked512 or counting4.Classic")
+	case v.Layout != counting4.Blocked512 && v.Layout != counting4.Blocked1024 && v.Layout != counting4.Classic:
+		return bad("Layout", v.Layout, "must be counting4.Blocked512, counting4.Blocked1024 or counting4.Classic")
 	case v.Reserve < 0:
 		return bad("Reserve", v.Reserve, "must not be negative")
 	case v.LockTimeout < 0:
