@@ -55,7 +55,7 @@ func TestNewErrors(t *testing.T) {
 		{"blocked below one block", w, Blocked512, 64, 3},
 		{"partitioned not k partitions", w, Partitioned, 1000, 3},
 		{"unknown layout 0", w, Layout(0), 1024, 3},
-		{"unknown layout 4", w, Layout(4), 1024, 3},
+		{"unknown layout 5", w, Layout(5), 1024, 3},
 	} {
 		f, err := New(tc.words, tc.l, tc.counters, tc.k)
 		if !errors.Is(err, ErrSize) || f != nil {

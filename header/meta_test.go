@@ -387,7 +387,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "params hash unknown", mutate: func(b []byte) { put32(b, offHashID, 0xdead) }, sentinel: ErrCorrupt, off: offHashID, filter: -1, field: "hash id"},
 		{name: "params layout partitioned", mutate: func(b []byte) { put32(b, offLayoutID, LayoutPartitioned) }, sentinel: ErrCorrupt, off: offLayoutID, filter: -1, field: "layout id"},
 		{name: "params layout 0", mutate: func(b []byte) { put32(b, offLayoutID, 0) }, sentinel: ErrCorrupt, off: offLayoutID, filter: -1, field: "layout id"},
-		{name: "params layout unknown", mutate: func(b []byte) { put32(b, offLayoutID, 4) }, sentinel: ErrCorrupt, off: offLayoutID, filter: -1, field: "layout id"},
+		{name: "params layout unknown", mutate: func(b []byte) { put32(b, offLayoutID, 5) }, sentinel: ErrCorrupt, off: offLayoutID, filter: -1, field: "layout id"},
 		{name: "filter count > MaxFilters", mutate: func(b []byte) { put32(b, offNumFilters, MaxFilters+1) }, sentinel: ErrCorrupt, off: offNumFilters, filter: -1, field: "filter count"},
 		{name: "filter count 0", mutate: func(b []byte) { put32(b, offNumFilters, 0) }, sentinel: ErrCorrupt, off: offNumFilters, filter: -1, field: "filter count"},
 		{name: "filter count 2^32-1", mutate: func(b []byte) { put32(b, offNumFilters, math.MaxUint32) }, sentinel: ErrCorrupt, off: offNumFilters, filter: -1, field: "filter count"},
