@@ -77,7 +77,14 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 		h1 := fmix64(h)
 		h2 := fmix64(h1^golden) | 1
 		for j := 0; j < k; j++ {
-			pos[j], _ = bits.Mul64(h1+uint64(j)*h2, counters)
+			x := h1 + uint64(j)*h2
+			if j > 0 {
+				// fastrange of the bare sequence collapses onto a few
+				// counters when h2·counters/2^64 is near an integer: mix
+				// every further step.
+				x = fmix64(x)
+			}
+			pos[j], _ = bits.Mul64(x, counters)
 		}
 	case Partitioned:
 		cpf := counters / uint64(k)
@@ -175,6 +182,12 @@ func blockedFPR(n, blocks float64, k int, bs float64) float64 {
 		return 1
 	}
 	lambda := n / blocks
+	// Once even the smallest i summed below has k·i ≥ 50·bs, every term is
+	// 1 and so is the sum. Returning early also bounds the cost, which grows
+	// with √lambda (Stats passes item counts read from the file).
+	if lambda-12*math.Sqrt(lambda)-5 >= 50*bs {
+		return 1
+	}
 	// Poisson terms over mean ± 12 sd, from the mode outwards by the ratio
 	// P(i+1)/P(i) = λ/(i+1), so no term needs lgamma.
 	lo := max(0, int(lambda-12*math.Sqrt(lambda)-5))

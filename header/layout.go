@@ -51,7 +51,7 @@ const (
 	SlotCompletedOff = 16 // uint64: modifications completed through this slot
 	SlotOpenedOff    = 24 // uint64: Unix nanoseconds when the slot was claimed
 	// Offsets within an in-flight record line.
-	RecOpOff      = 0  // uint64: 0 idle, else op type | filter<<8 | seq<<24
+	RecOpOff      = 0  // uint64: bits 0-1 op type (0 idle), bits 8-15 filter, bits 16-63 completed count
 	RecHashOff    = 8  // uint64: key hash for the filter's hash algorithm
 	RecChangedOff = 16 // uint64: bit j set: position j's counter was changed
 	RecDoubtOff   = 24 // uint64: bit j set: position j's CAS may or may not have happened

@@ -133,6 +133,9 @@ func (mf *File) mapIt(reserve int64) error {
 		return fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
 	}
 	mf.m = m
+	// Lookups touch one block at random: read-ahead around a fault on a cold
+	// file would only read pages nobody asked for.
+	_ = unix.Madvise(m, unix.MADV_RANDOM)
 	return nil
 }
 

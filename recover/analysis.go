@@ -407,10 +407,19 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			ri.extra = firstNonZero(a.head[off+32:off+header.LineSize]) >= 0
 			si.completed += ri.count()
 			if !ri.inFlight() {
-				ri.bad = ri.op&(1<<opCountShift-1) != 0 || ri.changed != 0 || ri.doubt != 0 || ri.extra
-				if ri.bad {
+				stray := ri.op&(1<<opCountShift-1) != 0 || ri.extra
+				masks := ri.changed != 0 || ri.doubt != 0
+				ri.bad = stray || masks
+				switch {
+				case stray:
 					a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
 						"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
+				case masks:
+					// finish makes the op word idle (the operation complete
+					// and counted) before it clears the masks: a writer that
+					// stopped in between leaves them, and they mean nothing.
+					a.note(Clean, -1, s, off, "record", nil,
+						"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x); Repair clears them", r, ri.changed, ri.doubt)
 				}
 				continue
 			}

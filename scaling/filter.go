@@ -57,6 +57,7 @@ type record struct {
 	hash    *uint64
 	changed *uint64
 	doubt   *uint64
+	busy    atomic.Bool // claimed by a goroutine of this handle
 }
 
 // Create creates a new file at path with the given options (nil = defaults)

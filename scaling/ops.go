@@ -190,7 +190,6 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	}
 	kh := m.keyHash(h)
 	r := f.claimRecord(kh, header.OpAdd, m.idx)
-	atomic.StoreUint64(r.hash, kh)
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
@@ -232,7 +231,6 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		return err
 	}
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
-	atomic.StoreUint64(r.hash, kh)
 	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
 		r.finish(false)
 		return ErrNotPresent

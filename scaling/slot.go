@@ -43,10 +43,14 @@ func (f *Filter) claimSlot() error {
 		f.slot, f.slotWord = s, w
 		for r := range f.rec {
 			base := (r + 1) * header.LineSize / 8
-			f.rec[r] = record{
-				op: &w[base+header.RecOpOff/8], hash: &w[base+header.RecHashOff/8],
-				changed: &w[base+header.RecChangedOff/8], doubt: &w[base+header.RecDoubtOff/8],
-			}
+			rc := &f.rec[r]
+			rc.op, rc.hash = &w[base+header.RecOpOff/8], &w[base+header.RecHashOff/8]
+			rc.changed, rc.doubt = &w[base+header.RecChangedOff/8], &w[base+header.RecDoubtOff/8]
+			// Every record is idle here, but a writer killed inside finish
+			// (after the op word went idle) may have left its masks set.
+			atomic.StoreUint64(rc.changed, 0)
+			atomic.StoreUint64(rc.doubt, 0)
+			rc.busy.Store(false)
 		}
 		return nil
 	}
@@ -87,8 +91,14 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 	n := uint64(len(f.rec))
 	for i := h % n; ; i = (i + 1) % n {
 		r := &f.rec[i]
-		old := atomic.LoadUint64(r.op)
-		if old&opTypeMask == 0 && atomic.CompareAndSwapUint64(r.op, old, old|op|uint64(filter)<<opFilterShift) {
+		// The claim is made in process memory: the mapped words of the
+		// record are this goroutine's alone until finish releases it, which
+		// lets finish make the op word idle before it clears the masks. The
+		// hash is stored before the op word names the operation.
+		if r.busy.CompareAndSwap(false, true) {
+			atomic.StoreUint64(r.hash, h)
+			old := atomic.LoadUint64(r.op)
+			atomic.StoreUint64(r.op, old|op|uint64(filter)<<opFilterShift)
 			return r
 		}
 		if i == (h%n+n-1)%n {
@@ -97,23 +107,19 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 	}
 }
 
-// retarget records that the operation now works on another filter with
-// another hash (Remove trying the next candidate).
-func (r *record) retarget(op uint64, filter int, h uint64) {
-	old := atomic.LoadUint64(r.op)
-	atomic.StoreUint64(r.hash, h)
-	atomic.StoreUint64(r.op, old&^(0xff<<opFilterShift|opTypeMask)|op|uint64(filter)<<opFilterShift)
-}
-
 // finish completes the operation: the record is idle again and its count of
-// completed operations is one higher, in one atomic store.
+// completed operations is one higher, in one atomic store. Only then are the
+// masks cleared: while the op word names the operation, Changed must name
+// every counter it changed. (A death in between leaves an idle record with
+// stray masks, which mean nothing and which claimSlot clears.)
 func (r *record) finish(completed bool) {
-	atomic.StoreUint64(r.changed, 0)
-	atomic.StoreUint64(r.doubt, 0)
 	old := atomic.LoadUint64(r.op)
 	n := old >> opCountShift
 	if completed {
 		n++
 	}
 	atomic.StoreUint64(r.op, n<<opCountShift)
+	atomic.StoreUint64(r.changed, 0)
+	atomic.StoreUint64(r.doubt, 0)
+	r.busy.Store(false)
 }

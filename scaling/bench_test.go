@@ -1,0 +1,402 @@
+package scaling
+
+// Benchmarks (not run by plain go test; use -bench). Keys are `key-%012d`
+// (16 bytes); a filter of size n has capacity n (ErrorRate 0.01) and holds
+// keys [0, n) with id = index; absent keys are [n, 2n). Queries and removals
+// go in a shuffled order. Built filters are cached per process (sync.Once per
+// mode and size) because a 10M-key filter takes seconds to fill; a cached
+// file lives in the b.TempDir of the benchmark that built it, and stays
+// usable through its mapping after that directory is removed.
+//
+//	go test ./scaling -run '^$' -bench . -benchtime 1x      (sanity)
+//	go test ./scaling -run '^$' -bench 'Contains|Remove|Add' -benchtime 2s
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
+	"golang.org/x/sys/unix"
+)
+
+const t2BenchKeyLen = 16 // len("key-000000000000")
+
+type t2BenchCase struct {
+	mode t2Mode
+	size int
+	name string
+}
+
+var t2BenchCases = []t2BenchCase{
+	{t2File, 1_000_000, "file/1M"},
+	{t2File, 10_000_000, "file/10M"},
+	{t2Mem, 1_000_000, "memory/1M"},
+}
+
+// t2BenchKeys holds 2n keys back to back (no per-key allocation) and a
+// shuffled order of [0, n).
+type t2BenchKeys struct {
+	buf  []byte
+	perm []int32
+}
+
+func (k *t2BenchKeys) key(i int) []byte {
+	return k.buf[i*t2BenchKeyLen : (i+1)*t2BenchKeyLen : (i+1)*t2BenchKeyLen]
+}
+
+var (
+	t2KeysMu    sync.Mutex
+	t2KeysCache = map[int]*t2BenchKeys{}
+)
+
+func t2GetKeys(n int) *t2BenchKeys {
+	t2KeysMu.Lock()
+	defer t2KeysMu.Unlock()
+	if k, ok := t2KeysCache[n]; ok {
+		return k
+	}
+	k := &t2BenchKeys{buf: make([]byte, 0, 2*n*t2BenchKeyLen), perm: make([]int32, n)}
+	for i := range 2 * n {
+		k.buf = t2AppendKey(k.buf, "key-", i)
+	}
+	if len(k.buf) != 2*n*t2BenchKeyLen {
+		panic("bench keys are not 16 bytes each")
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	for i := range k.perm {
+		k.perm[i] = int32(i)
+	}
+	rng.Shuffle(n, func(i, j int) { k.perm[i], k.perm[j] = k.perm[j], k.perm[i] })
+	t2KeysCache[n] = k
+	return k
+}
+
+type t2Built struct {
+	once  sync.Once
+	f     *Filter
+	err   error
+	took  time.Duration
+	bytes int64
+}
+
+var (
+	t2BuiltMu    sync.Mutex
+	t2BuiltCache = map[t2BenchCase]*t2Built{}
+)
+
+func t2BenchOptions(n int) *Options {
+	return &Options{Capacity: uint64(n), ErrorRate: 0.01, Seed: 0xbe7c4}
+}
+
+// t2GetBuilt returns the cached filter of case c holding keys [0, n).
+func t2GetBuilt(b *testing.B, c t2BenchCase) (*Filter, *t2BenchKeys) {
+	keys := t2GetKeys(c.size)
+	t2BuiltMu.Lock()
+	e, ok := t2BuiltCache[c]
+	if !ok {
+		e = &t2Built{}
+		t2BuiltCache[c] = e
+	}
+	t2BuiltMu.Unlock()
+	e.once.Do(func() {
+		start := time.Now()
+		var f *Filter
+		var err error
+		if c.mode == t2File {
+			f, err = Create(filepath.Join(b.TempDir(), "bench.dbl"), t2BenchOptions(c.size))
+		} else {
+			f, err = NewMemory(t2BenchOptions(c.size))
+		}
+		if err != nil {
+			e.err = err
+			return
+		}
+		for i := range c.size {
+			if err := f.Add(keys.key(i), uint64(i)); err != nil {
+				e.err = err
+				return
+			}
+		}
+		if err := f.Flush(); err != nil {
+			e.err = err
+			return
+		}
+		e.f, e.took, e.bytes = f, time.Since(start), f.Stats().FileSize
+	})
+	if e.err != nil {
+		b.Fatalf("building %s: %v", c.name, e.err)
+	}
+	return e.f, keys
+}
+
+// BenchmarkAdd adds keys with increasing ids to a fresh filter of capacity
+// n; past n adds the chain grows (as it would in use).
+func BenchmarkAdd(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			keys := t2GetKeys(c.size)
+			var f *Filter
+			var err error
+			if c.mode == t2File {
+				f, err = Create(filepath.Join(b.TempDir(), "add.dbl"), t2BenchOptions(c.size))
+			} else {
+				f, err = NewMemory(t2BenchOptions(c.size))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			n := 2 * c.size
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := f.Add(keys.key(i%n), uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(len(f.Stats().Filters)), "filters")
+		})
+	}
+}
+
+// BenchmarkContainsPresent asks for added keys in shuffled order.
+func BenchmarkContainsPresent(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if !f.Contains(keys.key(int(keys.perm[i%c.size]))) {
+					b.Fatal("false negative")
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(f.Stats().FileSize)/float64(c.size), "bytes/key")
+		})
+	}
+}
+
+// BenchmarkContainsAbsent asks for keys never added, in shuffled order.
+func BenchmarkContainsAbsent(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			fp := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if f.Contains(keys.key(c.size + int(keys.perm[i%c.size]))) {
+					fp++
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(fp)/float64(b.N), "fpr")
+		})
+	}
+}
+
+// BenchmarkRemove removes added keys in shuffled order. Once every key has
+// been removed they are all added back with the timer stopped, and so are
+// the removed ones at the end, so the cached filter stays whole.
+func BenchmarkRemove(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			restore := func(upto int) {
+				for j := range upto {
+					k := int(keys.perm[j])
+					if err := f.Add(keys.key(k), uint64(k)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			removed := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if removed == c.size {
+					b.StopTimer()
+					restore(removed)
+					removed = 0
+					b.StartTimer()
+				}
+				k := int(keys.perm[removed])
+				if err := f.Remove(keys.key(k), uint64(k)); err != nil {
+					b.Fatalf("Remove(%s): %v", keys.key(k), err)
+				}
+				removed++
+			}
+			b.StopTimer()
+			restore(removed)
+		})
+	}
+}
+
+// BenchmarkFlush measures Flush of the 1M-key file after k changes (made
+// with the timer stopped: k keys removed, and at the next iteration added
+// back).
+func BenchmarkFlush(b *testing.B) {
+	c := t2BenchCases[0]
+	for _, k := range []int{1, 100, 10_000} {
+		b.Run(fmt.Sprintf("%s/changes=%d", c.name, k), func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			if err := f.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			out := false // whether perm[0:k] are removed
+			flip := func() {
+				for j := range k {
+					key := int(keys.perm[j])
+					var err error
+					if out {
+						err = f.Add(keys.key(key), uint64(key))
+					} else {
+						err = f.Remove(keys.key(key), uint64(key))
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				out = !out
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				flip()
+				b.StartTimer()
+				if err := f.Flush(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if f.DiskSeqnum() == 0 || f.Condition() != Clean {
+				b.Fatalf("after Flush: disk %d, %v", f.DiskSeqnum(), f.Condition())
+			}
+			if out {
+				flip()
+				f.Flush()
+			}
+		})
+	}
+}
+
+// BenchmarkOpen opens (and closes) a file whose first filter is about 1 GB
+// and empty. Open must not read the counters. The page cache tells: with
+// the file's pages evicted, Open may bring in no more counter pages than
+// the kernel's read-around brings in when anything touches the header page
+// (8 MB with read_ahead_kb = 8192), far from the 1 GB a scan would.
+func BenchmarkOpen(b *testing.B) {
+	const capacity = 134_000_000 // ≈ 8.02 bytes per key at the first filter's 0.2 %
+	path := filepath.Join(b.TempDir(), "big.dbl")
+	start := time.Now()
+	f, err := Create(path, &Options{Capacity: capacity, ErrorRate: 0.01, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := f.Stats().FileSize
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("created %s: %d bytes (%.2f GiB) in %v", path, size, float64(size)/(1<<30), time.Since(start))
+	counters := func() int {
+		n, err := t2ResidentPages(path, header.DataOffset, size-header.DataOffset)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	// The kernel's read-around for a touch of the header page.
+	t2Evict(b, path)
+	t2TouchHeader(b, path)
+	readAround := counters()
+	for _, ro := range []bool{false, true} {
+		b.Run(fmt.Sprintf("1GB/readonly=%v", ro), func(b *testing.B) {
+			t2Evict(b, path)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				g, err := Open(path, &OpenOptions{ReadOnly: ro})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := g.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cached := counters()
+			b.ReportMetric(float64(cached)*float64(os.Getpagesize())/(1<<20), "counter-MB-cached")
+			if cached > readAround {
+				b.Fatalf("%d counter pages in the page cache after Open, read-around of the header alone: %d", cached, readAround)
+			}
+		})
+	}
+}
+
+// t2Evict drops the file's (clean) pages from the page cache.
+func t2Evict(b *testing.B, path string) {
+	fd, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fd.Close()
+	if err := fd.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Fadvise(int(fd.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// t2TouchHeader maps the file and reads one byte of the hot page.
+func t2TouchHeader(b *testing.B, path string) {
+	fd, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fd.Close()
+	m, err := unix.Mmap(int(fd.Fd()), 0, header.DataOffset, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	t2Sink += m[header.HotOffset]
+}
+
+var t2Sink byte
+
+// t2ResidentPages counts the pages of [off, off+n) of the file that are in
+// the page cache (mincore on a fresh read-only mapping, which itself reads
+// nothing).
+func t2ResidentPages(path string, off, n int64) (int, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer fd.Close()
+	m, err := unix.Mmap(int(fd.Fd()), off, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Munmap(m)
+	ps := os.Getpagesize()
+	vec := make([]byte, (len(m)+ps-1)/ps)
+	// x/sys/unix has no mincore wrapper on Linux.
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0, e
+	}
+	resident := 0
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return resident, nil
+}

@@ -1,0 +1,273 @@
+package scaling
+
+// Multi-process benchmarks: Add and Contains throughput with one and two
+// processes on one file (the second process is a re-executed child running
+// the same loop for the benchmark's duration), and the cost of the slot
+// bookkeeping per Add.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dablooms/dablooms/counting4"
+)
+
+// Words of the benchmark control file.
+const (
+	mpBenchReady = 8
+	mpBenchStop  = 16
+	mpBenchCount = 24 // the child's completed operations, updated as it goes
+)
+
+const mpBenchPrefill = 200_000 // keys in the file for the Contains benchmarks
+
+// mpPrefault writes every page of every filter once (adding 0), so the
+// timed loops measure operations, not the first-touch page faults of a fresh
+// file.
+func mpPrefault(f *Filter) {
+	for _, m := range f.chain.Load().f {
+		w := m.cf.Words()
+		for i := 0; i < len(w); i += 512 {
+			atomic.AddUint64(&w[i], 0)
+		}
+	}
+}
+
+func mpBenchKey(i uint64, buf *[8]byte) []byte {
+	binary.LittleEndian.PutUint64(buf[:], i*0x9E3779B97F4A7C15)
+	return buf[:]
+}
+
+// mpChildBench runs the benchmark loop (Add or Contains) until told to stop.
+// An Add child stops adding after QUOTA keys (the file is sized for it).
+func mpChildBench() error {
+	ctl, err := mpMapShm(mpEnv("CTL"), mpCtlWords, false)
+	if err != nil {
+		return err
+	}
+	f, err := Open(mpEnv("PATH"), nil)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	op, quota, keyBase := mpEnv("OP"), mpEnvU64("QUOTA"), mpEnvU64("KEYBASE")
+	var kb [8]byte
+	if op == "add" {
+		f.Add(mpBenchKey(keyBase+quota, &kb), 0) // the dirty mark, before the timed part
+	}
+	ctl.store(mpBenchReady, 1)
+	var n uint64
+	for ctl.load(mpBenchStop) == 0 {
+		switch op {
+		case "add":
+			if n >= quota {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			for j := 0; j < 256; j++ {
+				if err := f.Add(mpBenchKey(keyBase+n, &kb), n); err != nil {
+					return err
+				}
+				n++
+			}
+		case "contains":
+			for j := 0; j < 256; j++ {
+				f.Contains(mpBenchKey(n%(2*mpBenchPrefill), &kb))
+				n++
+			}
+		default:
+			return fmt.Errorf("unknown op %q", op)
+		}
+		ctl.store(mpBenchCount, n)
+	}
+	return nil
+}
+
+// mpBenchRun times body(b.N) on a fresh file while `procs-1` children run
+// the same kind of loop on the file. It reports the child's throughput as
+// child-ns/op.
+func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *Filter, n int)) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "bench.dbl")
+	capacity := uint64(mpBenchPrefill)
+	if op == "add" {
+		capacity = min(uint64(b.N)*uint64(procs)+1<<16, 1<<25)
+	}
+	f, err := Create(path, &Options{Capacity: capacity, ErrorRate: 0.01})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var kb [8]byte
+	if prefill {
+		for i := uint64(0); i < mpBenchPrefill; i++ {
+			f.Add(mpBenchKey(i, &kb), i)
+		}
+	} else {
+		f.Add(mpBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
+	}
+	mpPrefault(f)
+	var ctl *mpShm
+	var child *mpProc
+	if procs == 2 {
+		if ctl, err = mpMapShm(filepath.Join(dir, "ctl"), mpCtlWords, true); err != nil {
+			b.Fatal(err)
+		}
+		defer ctl.close()
+		child = mpStart(b, "bench", "bench", kv("PATH", path), kv("CTL", ctl.f.Name()), kv("OP", op),
+			kv("QUOTA", b.N), kv("KEYBASE", uint64(1)<<40))
+		for ctl.load(mpBenchReady) == 0 {
+			select {
+			case <-child.done:
+				b.Fatalf("bench child: %v\n%s", child.err, child.out)
+			default:
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}
+	var c0 uint64
+	if ctl != nil {
+		c0 = ctl.load(mpBenchCount)
+	}
+	start := time.Now()
+	b.ResetTimer()
+	body(f, b.N)
+	b.StopTimer()
+	el := time.Since(start)
+	if ctl != nil {
+		c1 := ctl.load(mpBenchCount)
+		ctl.store(mpBenchStop, 1)
+		mpWaitAll(b, nil, []*mpProc{child}, time.Minute)
+		if c1 > c0 {
+			b.ReportMetric(float64(el.Nanoseconds())/float64(c1-c0), "child-ns/op")
+		}
+	}
+	if op == "add" && len(f.Stats().Filters) != 1 {
+		b.Logf("note: the chain grew to %d filters", len(f.Stats().Filters))
+	}
+}
+
+func BenchmarkMPAdd(b *testing.B) {
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			mpBenchRun(b, procs, "add", false, func(f *Filter, n int) {
+				var kb [8]byte
+				for i := 0; i < n; i++ {
+					if err := f.Add(mpBenchKey(uint64(i), &kb), uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkMPContains(b *testing.B) {
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			mpBenchRun(b, procs, "contains", true, func(f *Filter, n int) {
+				var kb [8]byte
+				hits := 0
+				for i := 0; i < n; i++ {
+					if f.Contains(mpBenchKey(uint64(i)%(2*mpBenchPrefill), &kb)) {
+						hits++
+					}
+				}
+				if n >= 4*mpBenchPrefill && hits < n/2 {
+					b.Fatalf("only %d of %d lookups hit", hits, n)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMPAddOverhead isolates the cost of the slot bookkeeping: Add on a
+// file-backed filter (guard, chain check, in-flight record claim, hash store
+// and finish, dirty check, id range, item count) against counting4's AddAt
+// with a nil Record on the same kind of file's words, with the same hashing
+// and positions. The difference is the bookkeeping. The filter is small
+// (cache-resident, so memory latency does not drown the difference) and is
+// zeroed outside the timer every mpOverheadRound adds, so no counter
+// saturates and the chain never grows.
+func BenchmarkMPAddOverhead(b *testing.B) {
+	const capacity = 1 << 15
+	newFile := func(b *testing.B) (*Filter, *member) {
+		f, err := Create(filepath.Join(b.TempDir(), "o.dbl"), &Options{Capacity: capacity, ErrorRate: 0.01})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var kb [8]byte
+		f.Add(mpBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
+		mpPrefault(f)
+		return f, f.chain.Load().f[0]
+	}
+	// loop runs add for b.N keys, resetting the counters every round.
+	loop := func(b *testing.B, m *member, add func(i uint64)) {
+		w := m.cf.Words()
+		reset := func() {
+			for i := range w {
+				atomic.StoreUint64(&w[i], 0)
+			}
+			atomic.StoreUint64(m.items, 0)
+		}
+		reset()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if i%mpOverheadRound == mpOverheadRound-1 {
+				b.StopTimer()
+				reset()
+				b.StartTimer()
+			}
+			add(uint64(i))
+		}
+	}
+	b.Run("file-Add", func(b *testing.B) {
+		f, m := newFile(b)
+		defer f.Close()
+		var kb [8]byte
+		loop(b, m, func(i uint64) { f.Add(mpBenchKey(i, &kb), i) })
+	})
+	b.Run("file-AddAt-nilRecord", func(b *testing.B) {
+		f, m := newFile(b)
+		defer f.Close()
+		seed := f.params.Seed
+		var kb [8]byte
+		var pos [counting4.MaxK]uint64
+		p := pos[:m.desc.K]
+		loop(b, m, func(i uint64) {
+			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, mpBenchKey(i, &kb))}), p)
+			m.cf.AddAt(p, nil)
+		})
+	})
+	b.Run("file-AddAt-heapRecord", func(b *testing.B) {
+		f, m := newFile(b)
+		defer f.Close()
+		seed := f.params.Seed
+		var kb [8]byte
+		var pos [counting4.MaxK]uint64
+		var chg, dbt uint64
+		rec := &counting4.Record{Changed: &chg, Doubt: &dbt}
+		p := pos[:m.desc.K]
+		loop(b, m, func(i uint64) {
+			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, mpBenchKey(i, &kb))}), p)
+			m.cf.AddAt(p, rec)
+			chg = 0
+		})
+	})
+	b.Run("memory-Add", func(b *testing.B) {
+		f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.01})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		var kb [8]byte
+		f.Add(mpBenchKey(1<<50, &kb), 0)
+		loop(b, f.chain.Load().f[0], func(i uint64) { f.Add(mpBenchKey(i, &kb), i) })
+	})
+}
+
+const mpOverheadRound = 1 << 14 // adds between resets: half the capacity

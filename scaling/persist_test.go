@@ -1,0 +1,480 @@
+package scaling
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+const (
+	t2ChildEnv     = "DABLOOMS_T2_CHILD"
+	t2ChildKeys    = 20_000
+	t2ChildAbsent  = 20_000
+	t2ChildRemoval = 7 // the child removes every 7th key
+)
+
+// t2ChildReport is what the child writes next to the file it made.
+type t2ChildReport struct {
+	Seed       uint64
+	Mem, Disk  uint64
+	Filters    int
+	Count      uint64
+	Present    []byte // '1' or '0': Contains(key-i) after the flush
+	Absent     []byte // the same for absent-i
+	Condition  string
+	FlushError string
+}
+
+// TestPersistChild is the child process of TestPersistAcrossProcesses: it
+// runs only when the parent re-executes the test binary with t2ChildEnv set
+// to a path. It creates the file (random seed), adds t2ChildKeys keys with
+// increasing ids (the chain grows), removes every 7th, flushes, writes its
+// answers to path+".json" and exits without closing the filter.
+func TestPersistChild(t *testing.T) {
+	path := os.Getenv(t2ChildEnv)
+	if path == "" {
+		t.Skip("helper process of TestPersistAcrossProcesses")
+	}
+	fail := func(what string, err error) {
+		os.Stderr.WriteString("child: " + what + ": " + err.Error() + "\n")
+		os.Exit(2)
+	}
+	f, err := Create(path, &Options{Capacity: 4000, ErrorRate: 0.01})
+	if err != nil {
+		fail("create", err)
+	}
+	var buf []byte
+	for i := range t2ChildKeys {
+		buf = t2Key(buf, "key-", i)
+		if err := f.Add(buf, uint64(i)); err != nil {
+			fail("add", err)
+		}
+	}
+	for i := 0; i < t2ChildKeys; i += t2ChildRemoval {
+		buf = t2Key(buf, "key-", i)
+		if err := f.Remove(buf, uint64(i)); err != nil {
+			fail("remove", err)
+		}
+	}
+	rep := t2ChildReport{Seed: f.Params().Seed}
+	if err := f.Flush(); err != nil {
+		rep.FlushError = err.Error()
+	}
+	for i := range t2ChildKeys {
+		rep.Present = append(rep.Present, "01"[t2Bool(f.Contains(t2Key(buf, "key-", i)))])
+	}
+	for i := range t2ChildAbsent {
+		rep.Absent = append(rep.Absent, "01"[t2Bool(f.Contains(t2Key(buf, "absent-", i)))])
+	}
+	st := f.Stats()
+	rep.Mem, rep.Disk, rep.Filters, rep.Count, rep.Condition = f.MemSeqnum(), f.DiskSeqnum(), len(st.Filters), st.Count, f.Condition().String()
+	b, err := json.Marshal(&rep)
+	if err != nil {
+		fail("marshal", err)
+	}
+	if err := os.WriteFile(path+".json", b, 0o644); err != nil {
+		fail("write report", err)
+	}
+	os.Exit(0) // no Close: the process just ends (paniconexit0 is not set in the child)
+}
+
+func t2Bool(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestPersistAcrossProcesses: a file written and flushed by another process
+// answers every query exactly as the writer saw it, read-write and
+// read-only, with its seed, seqnums and condition.
+func TestPersistAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "child.dbl")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPersistChild$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), t2ChildEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(path + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep t2ChildReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.FlushError != "" {
+		t.Fatalf("child's Flush: %s", rep.FlushError)
+	}
+	wantMem := uint64(t2ChildKeys + (t2ChildKeys+t2ChildRemoval-1)/t2ChildRemoval)
+	if rep.Mem != wantMem || rep.Disk != wantMem || rep.Condition != "clean" {
+		t.Fatalf("child saw mem %d disk %d %s, want %d %d clean", rep.Mem, rep.Disk, rep.Condition, wantMem, wantMem)
+	}
+	if rep.Filters < 3 {
+		t.Fatalf("child's chain has %d filters, want growth (≥ 3)", rep.Filters)
+	}
+	for i := range t2ChildKeys {
+		if i%t2ChildRemoval != 0 && rep.Present[i] != '1' {
+			t.Fatalf("child: false negative for key %d", i)
+		}
+	}
+	t.Logf("child: seed %#x, %d filters, %d items, mem = disk = %d", rep.Seed, rep.Filters, rep.Count, rep.Mem)
+
+	before := t2Identify(t, path)
+	for _, ro := range []bool{true, false} {
+		f, err := Open(path, &OpenOptions{ReadOnly: ro})
+		if err != nil {
+			t.Fatalf("read-only %v: %v", ro, err)
+		}
+		st := f.Stats()
+		if f.Params().Seed != rep.Seed || len(st.Filters) != rep.Filters || st.Count != rep.Count {
+			t.Errorf("read-only %v: seed %#x, %d filters, %d items; child had %#x, %d, %d", ro, f.Params().Seed, len(st.Filters), st.Count, rep.Seed, rep.Filters, rep.Count)
+		}
+		if f.MemSeqnum() != rep.Mem || f.DiskSeqnum() != rep.Disk || f.Condition() != Clean {
+			t.Errorf("read-only %v: mem %d disk %d %v, want %d %d clean", ro, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), rep.Mem, rep.Disk)
+		}
+		var buf []byte
+		diff := 0
+		for i := range t2ChildKeys {
+			if got := "01"[t2Bool(f.Contains(t2Key(buf, "key-", i)))]; got != rep.Present[i] {
+				diff++
+			}
+		}
+		for i := range t2ChildAbsent {
+			if got := "01"[t2Bool(f.Contains(t2Key(buf, "absent-", i)))]; got != rep.Absent[i] {
+				diff++
+			}
+		}
+		if diff != 0 {
+			t.Errorf("read-only %v: %d of %d answers differ from the child's", ro, diff, t2ChildKeys+t2ChildAbsent)
+		}
+		if ro {
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after := t2Identify(t, path); after != before {
+				t.Fatal("a read-only open changed the file")
+			}
+			continue
+		}
+		// The reopened writer continues the child's count.
+		if err := f.AddString("after-reopen", t2ChildKeys); err != nil {
+			t.Fatal(err)
+		}
+		if f.MemSeqnum() != rep.Mem+1 || f.DiskSeqnum() != 0 || f.Condition() != Unflushed {
+			t.Errorf("after one more add: mem %d disk %d %v, want %d 0 unflushed", f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), rep.Mem+1)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPersistSeqnums walks the sequence-number protocol through one
+// handle: mem counts completed modifications, disk equals mem right after a
+// Flush and is 0 after the next change, the condition follows.
+func TestPersistSeqnums(t *testing.T) {
+	for _, mode := range []t2Mode{t2File, t2Mem} {
+		t.Run(string(mode), func(t *testing.T) {
+			f, path := t2New(t, mode, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
+			check := func(when string, mem, disk uint64, c Condition) {
+				t.Helper()
+				if f.MemSeqnum() != mem || f.DiskSeqnum() != disk || f.Condition() != c {
+					t.Fatalf("%s: mem %d disk %d %v, want %d %d %v", when, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), mem, disk, c)
+				}
+				st := f.Stats()
+				if st.MemSeqnum != mem || st.DiskSeqnum != disk || st.Condition != c {
+					t.Fatalf("%s: Stats mem %d disk %d %v, want %d %d %v", when, st.MemSeqnum, st.DiskSeqnum, st.Condition, mem, disk, c)
+				}
+			}
+			check("new", 0, 0, Clean)
+			const n = 250 // the chain grows twice on the way
+			for i := range n {
+				if err := f.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					check("first add", 1, 0, Unflushed)
+				}
+			}
+			check("after adds", n, 0, Unflushed)
+			if err := f.Flush(); err != nil { // the original's Go binding returned false here
+				t.Fatalf("Flush: %v", err)
+			}
+			check("after flush", n, n, Clean)
+			if err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			check("after a second flush", n, n, Clean)
+
+			// A Remove that finds nothing changes nothing, not even the state.
+			absent := ""
+			for i := 0; absent == ""; i++ {
+				if k := t2KeyS("absent-", i); !f.ContainsString(k) {
+					absent = k
+				}
+			}
+			if err := f.RemoveString(absent, 3); !errors.Is(err, ErrNotPresent) {
+				t.Fatalf("Remove of an absent key: %v", err)
+			}
+			check("after a failed remove", n, n, Clean)
+
+			if err := f.RemoveString(t2KeyS("key-", 3), 3); err != nil {
+				t.Fatal(err)
+			}
+			check("after a remove", n+1, 0, Unflushed)
+			if err := f.AddString("one-more", 1000); err != nil {
+				t.Fatal(err)
+			}
+			check("after an add", n+2, 0, Unflushed)
+			if err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			check("after the second flush", n+2, n+2, Clean)
+			if mode == t2Mem {
+				return
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			g, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			f = g
+			check("reopened", n+2, n+2, Clean)
+			if !f.ContainsString("one-more") || !f.ContainsString(t2KeyS("key-", n-1)) {
+				t.Fatal("keys lost across reopen")
+			}
+			if err := f.AddString("after-reopen", 1001); err != nil {
+				t.Fatal(err)
+			}
+			check("add after reopen", n+3, 0, Unflushed)
+		})
+	}
+}
+
+// TestPersistReadOnly: a read-only handle refuses changes with ErrReadOnly,
+// answers Contains (also for keys and filters a writer adds meanwhile) and
+// never writes to the file.
+func TestPersistReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro.dbl")
+	w, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		w.AddString(t2KeyS("key-", i), uint64(i))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := t2Identify(t, path)
+	r, err := Open(path, &OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{r.AddString("x", 1), r.Add(nil, 1), r.RemoveString(t2KeyS("key-", 1), 1), r.Flush()} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Fatalf("modification on a read-only handle: %v, want ErrReadOnly", err)
+		}
+	}
+	for i := range 50 {
+		if !r.ContainsString(t2KeyS("key-", i)) {
+			t.Fatalf("read-only handle: key %d absent", i)
+		}
+	}
+	if st := r.Stats(); st.Count != 50 || len(st.Filters) != 1 || st.Condition != Clean {
+		t.Fatalf("read-only Stats: %d items, %d filters, %v", st.Count, len(st.Filters), st.Condition)
+	}
+	if after := t2Identify(t, path); after != before {
+		t.Fatal("read-only handle changed the file")
+	}
+
+	// A writer opened beside it: the reader sees its adds, also in filters
+	// appended after the reader opened.
+	w, err = Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 50; i < 400; i++ {
+		if err := w.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if !r.ContainsString(t2KeyS("key-", i)) {
+			t.Fatalf("read-only handle misses key %d just added by the writer", i)
+		}
+	}
+	if nw, nr := len(w.Stats().Filters), len(r.Stats().Filters); nw < 3 || nr != nw {
+		t.Fatalf("writer has %d filters, reader %d", nw, nr)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPersistClosed: every operation on a closed Filter fails with ErrClosed
+// (Contains reports false), and Close is idempotent.
+func TestPersistClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "closed.dbl")
+	fw, err := Create(path, &Options{Capacity: 100, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.AddString("k", 1)
+	fw.Flush()
+	fm, err := NewMemory(&Options{Capacity: 100, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm.AddString("k", 1)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fr, err := Open(path, &OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]*Filter{"file": fw, "memory": fm, "read-only": fr} {
+		t.Run(name, func(t *testing.T) {
+			if name != "file" {
+				if err := f.Close(); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			}
+			if err := f.Close(); err != nil {
+				t.Fatalf("second Close: %v", err)
+			}
+			for op, err := range map[string]error{
+				"Add": f.AddString("k", 1), "Add(nil)": f.Add(nil, 1), "Remove": f.RemoveString("k", 1),
+				"RemoveBytes": f.Remove([]byte("k"), 1), "Flush": f.Flush(),
+			} {
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("%s on a closed filter: %v, want ErrClosed", op, err)
+				}
+			}
+			if f.ContainsString("k") || f.Contains([]byte("k")) {
+				t.Error("Contains on a closed filter reported true")
+			}
+			if f.MemSeqnum() != 0 || f.DiskSeqnum() != 0 {
+				t.Error("seqnums of a closed filter are not 0")
+			}
+			if st := f.Stats(); st.Count != 0 || len(st.Filters) != 0 {
+				t.Errorf("Stats of a closed filter: %+v", st)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatalf("third Close: %v", err)
+			}
+		})
+	}
+}
+
+// TestPersistEmptyKey: the empty key is a key like any other (the original's
+// Go binding panicked on it), in every spelling and across a reopen.
+func TestPersistEmptyKey(t *testing.T) {
+	for _, mode := range []t2Mode{t2File, t2Mem} {
+		t.Run(string(mode), func(t *testing.T) {
+			f, path := t2New(t, mode, &Options{Capacity: 100, Seed: 12})
+			if f.Contains(nil) || f.ContainsString("") {
+				t.Fatal("empty key present in an empty filter")
+			}
+			if err := f.Add(nil, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, ok := range []bool{f.Contains(nil), f.Contains([]byte{}), f.ContainsString("")} {
+				if !ok {
+					t.Fatal("empty key absent after Add(nil)")
+				}
+			}
+			if err := f.AddString("", 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Remove([]byte{}, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !f.ContainsString("") {
+				t.Fatal("empty key added twice, removed once: absent")
+			}
+			if mode == t2File {
+				if err := f.Flush(); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				g, err := Open(path, &OpenOptions{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				if !g.Contains(nil) {
+					t.Fatal("empty key absent after reopen")
+				}
+				return
+			}
+			if err := f.RemoveString("", 2); err != nil {
+				t.Fatal(err)
+			}
+			if f.Contains(nil) {
+				t.Fatal("empty key present after removing both adds")
+			}
+			if err := f.Remove(nil, 2); !errors.Is(err, ErrNotPresent) {
+				t.Fatalf("third Remove: %v, want ErrNotPresent", err)
+			}
+		})
+	}
+}
+
+// TestPersistCreateExisting: Create refuses an existing path with ErrExists
+// and leaves it alone, unless Overwrite; Open of a missing path is a plain
+// not-exist error.
+func TestPersistCreateExisting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "exists.dbl")
+	f, err := Create(path, &Options{Capacity: 100, Seed: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.AddString("old", 1)
+	f.Flush()
+	f.Close()
+	before := t2Identify(t, path)
+	if g, err := Create(path, &Options{Capacity: 100}); !errors.Is(err, ErrExists) {
+		if g != nil {
+			g.Close()
+		}
+		t.Fatalf("Create on an existing dablooms file: %v, want ErrExists", err)
+	}
+	other := filepath.Join(dir, "other.txt")
+	os.WriteFile(other, []byte("not mine"), 0o644)
+	if _, err := Create(other, nil); !errors.Is(err, ErrExists) {
+		t.Fatalf("Create on an existing text file: %v, want ErrExists", err)
+	}
+	if b, _ := os.ReadFile(other); !bytes.Equal(b, []byte("not mine")) {
+		t.Fatal("refused Create changed the existing file")
+	}
+	if after := t2Identify(t, path); after != before {
+		t.Fatal("refused Create changed the existing file")
+	}
+	g, err := Create(path, &Options{Capacity: 100, Seed: 14, Overwrite: true})
+	if err != nil {
+		t.Fatalf("Create with Overwrite: %v", err)
+	}
+	if g.ContainsString("old") || g.MemSeqnum() != 0 || g.Params().Seed != 14 {
+		t.Fatal("overwritten file still holds the old filter")
+	}
+	g.Close()
+	if _, err := Open(filepath.Join(dir, "missing.dbl"), nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
