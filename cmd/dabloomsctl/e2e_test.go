@@ -415,9 +415,10 @@ func (w *writer) waitCheckpoint(t *testing.T, n int64) {
 }
 
 func (w *writer) wait() error {
-	err := w.cmd.Wait()
+	// Read stderr to the end before Wait, which closes the pipe (os/exec:
+	// calling Wait before the reads complete loses what is left in it).
 	<-w.done
-	return err
+	return w.cmd.Wait()
 }
 
 // kill stops the writer (SIGSTOP) until it is caught in the wanted place,
