@@ -152,4 +152,9 @@
 //	false_negatives, measured_fpr, estimated_fpr, flush_ms,
 //	results: [{name, ops, ns_per_op}] for "add", "contains (hit)",
 //	"contains (miss)", "remove"
+//
+// dabloomsctl.import/v1:
+//
+//	old, new, kind, filters, max_id, mem_seqnum, disk_seqnum,
+//	original_state, condition, file_size
 package main

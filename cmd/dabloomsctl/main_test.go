@@ -362,7 +362,7 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"add", "backup", "bench", "contains", "create", "flush", "inspect", "remove", "repair", "verify"}
+	want := []string{"add", "backup", "bench", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "verify"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("commands %v, want %v", names, want)
 	}
@@ -512,10 +512,10 @@ func TestJSONDocumented(t *testing.T) {
 			walk(f.Type)
 		}
 	}
-	for _, v := range []any{createJSON{}, bulkJSON{}, reportJSON{}, inspectJSON{}, repairJSON{}, flushJSON{}, backupJSON{}, benchJSON{}} {
+	for _, v := range []any{createJSON{}, bulkJSON{}, reportJSON{}, inspectJSON{}, repairJSON{}, flushJSON{}, backupJSON{}, benchJSON{}, importJSON{}} {
 		walk(reflect.TypeOf(v))
 	}
-	for _, schema := range []string{"create", "add", "remove", "contains", "verify", "inspect", "repair", "flush", "backup", "bench"} {
+	for _, schema := range []string{"create", "add", "remove", "contains", "verify", "inspect", "repair", "flush", "backup", "bench", "import"} {
 		for p, d := range docs {
 			if !strings.Contains(d, "dabloomsctl."+schema+"/v1") {
 				t.Errorf("%s: schema dabloomsctl.%s/v1 is not documented", p, schema)

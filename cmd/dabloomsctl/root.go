@@ -91,6 +91,7 @@ naming its version.
 		newFlushCmd(a),
 		newBackupCmd(a),
 		newBenchCmd(a),
+		newImportCmd(a),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceErrors, c.SilenceUsage = true, true

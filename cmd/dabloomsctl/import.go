@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/spf13/cobra"
+)
+
+type importJSON struct {
+	Schema     string `json:"schema"`
+	Old        string `json:"old"`
+	New        string `json:"new"`
+	Kind       string `json:"kind"`
+	Filters    int    `json:"filters"`
+	MaxID      uint64 `json:"max_id"`
+	MemSeqnum  uint64 `json:"mem_seqnum"`
+	DiskSeqnum uint64 `json:"disk_seqnum"`
+	State      string `json:"original_state"`
+	Condition  string `json:"condition"`
+	FileSize   int64  `json:"file_size"`
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	var (
+		capacity  uint64
+		errorRate float64
+		counting  bool
+		force     bool
+	)
+	c := &cobra.Command{
+		Use:   "import-dablooms OLD NEW --capacity C --error-rate P",
+		Short: "Convert a file of the original C dablooms 0.9.1 into this format",
+		Long: `import-dablooms converts a scaling filter file written by the original C
+dablooms 0.9.1 (or, with --counting, its single counting-filter file) into a
+new file in this project's format. OLD is only read, never changed.
+
+The original's files carry no parameters: give the capacity and error rate
+it was created with. A file whose size does not match the layout those
+parameters imply is refused, with the sizes they would imply.
+
+The converted filters keep the original's hash (MurmurHash3, seed
+0x97c29b3a) and layout, so every key gets exactly the answer it got before.
+From then on NEW behaves as a normal file: filters appended later use the
+native hash. The original's seqnums are carried over: a clean original
+(disk_seqnum = mem_seqnum) gives a clean file, an unflushed one an
+"unflushed" file, and an interrupted one (mem_seqnum 0: a process died
+mid-operation) a file marked dirty, which must be rebuilt (repair
+--rebuild-from) before it can be trusted.`,
+		Example: `  dabloomsctl import-dablooms old.bin new.dbl --capacity 1000 --error-rate 0.05
+  dabloomsctl import-dablooms counting.bin new.dbl --capacity 1000 --error-rate 0.05 --counting`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if capacity == 0 || errorRate == 0 {
+				return usageErrorf("--capacity and --error-rate are required: the original's files do not record them")
+			}
+			imp, kind := scaling.ImportDablooms, "scaling"
+			if counting {
+				imp, kind = scaling.ImportDabloomsCounting, "counting"
+			}
+			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockTimeout, BootID: a.bootID})
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			st := f.Stats()
+			if err := f.Close(); err != nil {
+				return err
+			}
+			if a.json {
+				return a.writeJSON(importJSON{
+					Schema: "dabloomsctl.import/v1", Old: args[0], New: args[1], Kind: kind,
+					Filters: rep.Filters, MaxID: rep.MaxID, MemSeqnum: rep.MemSeqnum, DiskSeqnum: rep.DiskSeqnum,
+					State: rep.State, Condition: st.Condition.String(), FileSize: st.FileSize,
+				})
+			}
+			a.logf("imported %s (%s file, %d filter(s), max_id %d, mem_seqnum %d, disk_seqnum %d: %s) into %s: %s, %d bytes",
+				args[0], kind, rep.Filters, rep.MaxID, rep.MemSeqnum, rep.DiskSeqnum, rep.State, args[1], st.Condition, st.FileSize)
+			if st.Condition != scaling.Clean && st.Condition != scaling.Unflushed {
+				return &exitError{code: exitUnclean, err: fmt.Errorf("the original was %s: rebuild the new file from your data (repair --rebuild-from)", rep.State)}
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.Uint64Var(&capacity, "capacity", 0, "capacity the original file was created with (required)")
+	fl.Float64Var(&errorRate, "error-rate", 0, "error rate the original file was created with (required)")
+	fl.BoolVar(&counting, "counting", false, "OLD is a single counting-filter file, not a scaling file")
+	fl.BoolVar(&force, "force", false, "replace NEW if it exists")
+	return c
+}
