@@ -21,14 +21,23 @@
 // most its capacity — which the growth rule guarantees, also when ids repeat
 // or go backwards (the original dablooms never grew on repeated ids).
 //
-// Each filter records the range of ids [FirstID, LastID] added to it. Remove
-// (key, id) looks only at filters whose range holds id, newest first, and
-// decrements the first whose counters for key are all non-zero; if none, it
-// changes nothing and returns ErrNotPresent. Because the range is widened
-// before the counters change, a Remove always reaches the filter its Add
-// used, even when that Add raced a growth in another goroutine or process.
-// Contains needs no id: it asks every filter. The key is hashed once per
-// operation (xxhash64 with the file's seed) for the whole chain.
+// Each filter records the range of ids [FirstID, LastID] added to it, and a
+// filter's range is sealed when the next filter is appended: an Add that
+// still sees the old chain cannot widen a sealed range and is moved to the
+// new filter, so a new filter's ids lie above every id already routed to an
+// older one. An Add whose id falls inside a sealed range (it raced the
+// growth, or the id repeats) goes to that filter while it has room in a
+// small slack it was sized for (capacity/64 + 16 items); beyond that, and for
+// ids going backwards, to the newest filter, whose range then overlaps.
+//
+// Remove(key, id) looks only at filters whose range holds id and decrements
+// the one whose counters for key are all non-zero. If none, it changes
+// nothing and returns ErrNotPresent. If more than one (overlapping ranges),
+// it changes nothing and returns ErrAmbiguous: the key may be a false
+// positive of all but one of them, and decrementing the wrong one would take
+// counts from other keys. With increasing ids that cannot happen. Contains
+// needs no id: it asks every filter. The key is hashed once per operation
+// (xxhash64 with the file's seed) for the whole chain.
 //
 // Removing a key that was never added can only do harm when that key is a
 // false positive of the filter its id selects; then it decrements counters
