@@ -19,5 +19,5 @@ require (
 	github.com/dgryski/go-metro v0.0.0-20200812162917-85c65e2d0165 // indirect
 	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/twmb/murmur3 v1.1.8 // indirect
-	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
