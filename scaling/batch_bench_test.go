@@ -1,0 +1,86 @@
+package scaling
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkContainsBatch looks keys up through ContainsBatch in groups of
+// 256 (present keys, shuffled): ns/op is per key.
+func BenchmarkContainsBatch(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			const group = 256
+			batch := make([][]byte, group)
+			out := make([]bool, group)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += group {
+				for j := range batch {
+					batch[j] = keys.key(int(keys.perm[(i+j)%c.size]))
+				}
+				f.ContainsBatch(batch, out)
+				for j := range out {
+					if !out[j] {
+						b.Fatal("false negative")
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkContainsParallel runs Contains of present keys from GOMAXPROCS
+// goroutines (go test -cpu 1,2 compares one goroutine with two).
+func BenchmarkContainsParallel(b *testing.B) {
+	for _, c := range t2BenchCases {
+		b.Run(c.name, func(b *testing.B) {
+			f, keys := t2GetBuilt(b, c)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(c.size)
+				for pb.Next() {
+					if !f.Contains(keys.key(int(keys.perm[i%c.size]))) {
+						panic("false negative")
+					}
+					i++
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLoadFloor is the memory floor a lookup is compared with: one
+// random 8-byte load from an array as large as the 10M-key file, dependent
+// (each address from the previous load: pure latency) and independent
+// (addresses known in advance: the loads overlap). ns/op is per load.
+func BenchmarkLoadFloor(b *testing.B) {
+	const words = 100 << 20 / 8 // 100 MB
+	mem := make([]uint64, words)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range mem {
+		mem[i] = rng.Uint64N(words)
+	}
+	b.Run("dependent", func(b *testing.B) {
+		x := uint64(0)
+		for i := 0; i < b.N; i++ {
+			x = mem[x]
+		}
+		sinkFloor = x
+	})
+	idx := make([]uint64, 1<<20)
+	for i := range idx {
+		idx[i] = rng.Uint64N(words)
+	}
+	b.Run("independent", func(b *testing.B) {
+		var s uint64
+		for i := 0; i < b.N; i++ {
+			s += mem[idx[i&(len(idx)-1)]]
+		}
+		sinkFloor = s
+	})
+}
+
+var sinkFloor uint64
