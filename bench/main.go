@@ -32,6 +32,7 @@ type options struct {
 	parallel int
 	seed     uint64
 	sbfHint  int
+	layout   string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "goroutines for the parallel table (< 2 skips it)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed for the query shuffle")
 	fs.IntVar(&o.sbfHint, "sbf-hint", 0, "initial capacity of BoomFilters' ScalableBloomFilter (0 = n)")
+	fs.StringVar(&o.layout, "layout", "", "counter layout of this project's rows: blocked512, blocked1024 or classic (default: the library's)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -131,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			var samples []sample
 			for r := 0; r < o.reps; r++ {
 				progress("%-14s goroutines=%d rep %d/%d", sp.id, g, r+1, o.reps)
-				cfg := buildConfig{n: o.n, dir: dir, rep: r, sbfHint: o.sbfHint}
+				cfg := buildConfig{n: o.n, dir: dir, rep: r, sbfHint: o.sbfHint, layout: o.layout}
 				samples = append(samples, runOne(sp, cfg, keys, g))
 				runtime.GC()
 			}

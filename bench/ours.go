@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -52,77 +53,44 @@ var oursOriginalSpec = spec{
 type oursSystem struct {
 	label string
 	path  string // "" for memory
-
-	// Method values of the scaling filter. Holding them (rather than the
-	// filter) keeps this adapter independent of the concrete type's name.
-	addFn      func([]byte, uint64) error
-	removeFn   func([]byte, uint64) error
-	containsFn func([]byte) bool
-	sizeFn     func() int64
-	flushFn    any // f.Flush: func() error or func()
-	closeFn    any // f.Close: func() error or func()
+	f     *scaling.Filter
 }
 
-// setInt assigns n to an integer field of any integer type, so that this
-// file compiles whatever integer type Options.Capacity has.
-func setInt[T ~int | ~int32 | ~int64 | ~uint | ~uint32 | ~uint64](dst *T, n int) { *dst = T(n) }
-
-// callMaybeErr calls a func() error or a func() (Flush/Close) and returns its
-// error, if it has one.
-func callMaybeErr(fn any) error {
-	switch fn := fn.(type) {
-	case func() error:
-		return fn()
-	case func():
-		fn()
-		return nil
-	case nil:
-		return nil
-	default:
-		return fmt.Errorf("unexpected signature %T", fn)
-	}
-}
+var layouts = map[string]counting4.Layout{"": 0, "blocked512": counting4.Blocked512, "blocked1024": counting4.Blocked1024, "classic": counting4.Classic}
 
 func newOurs(label string, c buildConfig, file, original bool) (system, error) {
-	opts := &scaling.Options{ErrorRate: 0.01}
-	setInt(&opts.Capacity, c.n)
+	lay, ok := layouts[c.layout]
+	if !ok {
+		return nil, fmt.Errorf("unknown -layout %q", c.layout)
+	}
+	opts := &scaling.Options{Capacity: uint64(c.n), ErrorRate: 0.01, Layout: lay}
 	if original {
-		setInt(&opts.Capacity, 1_000_000)
-		opts.GrowthFactor = 1
-		opts.TighteningRatio = 0.5
+		opts.Capacity, opts.GrowthFactor, opts.TighteningRatio = 1_000_000, 1, 0.5
 	}
 	s := &oursSystem{label: label}
+	var err error
 	if file {
 		s.path = filepath.Join(c.dir, fmt.Sprintf("%s-%d.dablooms", label, c.rep))
 		_ = os.Remove(s.path)
-		f, err := scaling.Create(s.path, opts)
-		if err != nil {
-			return nil, err
-		}
-		s.addFn, s.removeFn, s.containsFn = f.Add, f.Remove, f.Contains
-		s.sizeFn = func() int64 { return int64(f.Stats().FileSize) }
-		s.flushFn, s.closeFn = f.Flush, f.Close
+		s.f, err = scaling.Create(s.path, opts)
 	} else {
-		f, err := scaling.NewMemory(opts)
-		if err != nil {
-			return nil, err
-		}
-		s.addFn, s.removeFn, s.containsFn = f.Add, f.Remove, f.Contains
-		s.sizeFn = func() int64 { return int64(f.Stats().FileSize) }
-		s.flushFn, s.closeFn = f.Flush, f.Close
+		s.f, err = scaling.NewMemory(opts)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
 func (s *oursSystem) name() string                       { return s.label }
-func (s *oursSystem) add(key []byte, id uint64) error    { return s.addFn(key, id) }
-func (s *oursSystem) remove(key []byte, id uint64) error { return s.removeFn(key, id) }
-func (s *oursSystem) contains(key []byte) bool           { return s.containsFn(key) }
-func (s *oursSystem) bytes() int64                       { return s.sizeFn() }
+func (s *oursSystem) add(key []byte, id uint64) error    { return s.f.Add(key, id) }
+func (s *oursSystem) remove(key []byte, id uint64) error { return s.f.Remove(key, id) }
+func (s *oursSystem) contains(key []byte) bool           { return s.f.Contains(key) }
+func (s *oursSystem) bytes() int64                       { return s.f.Stats().FileSize }
 
 func (s *oursSystem) close() error {
-	err := callMaybeErr(s.flushFn)
-	if cerr := callMaybeErr(s.closeFn); err == nil {
+	err := s.f.Flush()
+	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
 	if s.path != "" {

@@ -40,6 +40,8 @@ type buildConfig struct {
 	rep int    // repetition number, to make file names unique
 	// sbfHint is the initial capacity passed to BoomFilters' ScalableBloomFilter.
 	sbfHint int
+	// layout is the counter layout of this project's rows ("" = default).
+	layout string
 }
 
 // spec describes a system and how to build it.
