@@ -49,7 +49,8 @@ func TestConcurrentAddRemoveContains(t *testing.T) {
 		name string
 		o    Options
 	}{
-		{"blocked512", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Seed: 0xc0c0}},
+		{"default", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Seed: 0xc0c0}},
+		{"blocked512", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Layout: counting4.Blocked512, Seed: 0xc0c2}},
 		{"classic", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Layout: counting4.Classic, Seed: 0xc0c1}},
 	} {
 		t.Run(c.name, func(t *testing.T) { t2Churn(t, &c.o) })

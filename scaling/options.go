@@ -31,7 +31,11 @@ type Options struct {
 	TighteningRatio float64
 	// Seed is the hash seed; 0 picks a random one.
 	Seed uint64
-	// Layout of the counters: counting4.Blocked512 (default) or counting4.Classic.
+	// Layout of the counters: counting4.Blocked1024 (default: a key's counters
+	// in one 128-byte block), counting4.Blocked512 (one 64-byte cache line:
+	// about 10 % faster lookups, 10-40 % more bytes at the default
+	// tightening) or counting4.Classic (spread over the filter: smallest,
+	// k cache misses).
 	Layout counting4.Layout
 	// Overwrite lets Create replace an existing file.
 	Overwrite bool
@@ -80,7 +84,7 @@ func (o *Options) withDefaults() (Options, error) {
 		v.TighteningRatio = DefaultTighteningRatio
 	}
 	if v.Layout == 0 {
-		v.Layout = counting4.Blocked512
+		v.Layout = counting4.Blocked1024
 	}
 	if v.LockTimeout == 0 {
 		v.LockTimeout = DefaultLockTimeout

@@ -97,12 +97,14 @@ An existing file is refused unless --force is given.`,
 				o.Seed = s
 			}
 			switch layout {
-			case "blocked512", "blocked":
+			case "blocked1024", "blocked":
+				o.Layout = counting4.Blocked1024
+			case "blocked512":
 				o.Layout = counting4.Blocked512
 			case "classic":
 				o.Layout = counting4.Classic
 			default:
-				return usageErrorf("--layout must be blocked512 or classic, not %q", layout)
+				return usageErrorf("--layout must be blocked1024, blocked512 or classic, not %q", layout)
 			}
 			if errorRate <= 0 || errorRate >= 1 {
 				return usageErrorf("--error-rate must be between 0 and 1 (exclusive), not %v", errorRate)
@@ -144,7 +146,7 @@ An existing file is refused unless --force is given.`,
 	fs.Float64Var(&growth, "growth", scaling.DefaultGrowthFactor, "capacity multiplier of each new filter (1 = no growth)")
 	fs.Float64Var(&tightening, "tightening", scaling.DefaultTighteningRatio, "error-target multiplier of each new filter, 0 < R < 1")
 	fs.StringVar(&seed, "seed", "", "hash seed, decimal or 0x hex (default random)")
-	fs.StringVar(&layout, "layout", "blocked512", "counter layout: blocked512 (one cache line per key) or classic")
+	fs.StringVar(&layout, "layout", "blocked1024", "counter layout: blocked1024 (one 128-byte block per key), blocked512 (one 64-byte cache line: faster, larger) or classic")
 	fs.BoolVarP(&force, "force", "f", false, "replace an existing file")
 	return cmd
 }

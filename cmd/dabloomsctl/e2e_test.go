@@ -186,7 +186,7 @@ func TestEndToEnd(t *testing.T) {
 	params := m["params"].(map[string]any)
 	if num(t, params, "capacity") != 40000 || num(t, params, "error_rate") != 0.01 || num(t, params, "growth_factor") != 2 ||
 		num(t, params, "tightening_ratio") != 0.8 || str(t, params, "seed") != "0x2a" || str(t, params, "hash") != "xxh64" ||
-		str(t, params, "layout") != "blocked512" {
+		str(t, params, "layout") != "blocked1024" {
 		t.Errorf("params %v", params)
 	}
 	if _, err := time.Parse(time.RFC3339, str(t, m, "created")); err != nil {
