@@ -56,3 +56,30 @@ func BenchmarkLayoutContainsLarge(b *testing.B) {
 		})
 	}
 }
+
+// TestContainsProbeMatchesContains: the lazy probe answers exactly as
+// Contains for every layout, on present and absent keys.
+func TestContainsProbeMatchesContains(t *testing.T) {
+	for _, l := range []Layout{Blocked512, Blocked1024, Classic, Partitioned} {
+		c, k, err := l.Size(2000, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := New(make([]uint64, (c+15)/16), l, c, k)
+		s := splitmix64(7)
+		for i := 0; i < 2000; i++ {
+			f.Add(s.next(), nil)
+		}
+		s = splitmix64(7)
+		for i := 0; i < 20000; i++ {
+			h := s.next()
+			p := f.Prepare(h)
+			if got, want := f.ContainsProbe(p), f.Contains(h); got != want {
+				t.Fatalf("%v key %d: ContainsProbe %v, Contains %v", l, i, got, want)
+			}
+			if i < 2000 && !f.ContainsProbe(p) {
+				t.Fatalf("%v: added key %d not found", l, i)
+			}
+		}
+	}
+}

@@ -137,11 +137,13 @@ func (f *Filter) AddAt(pos []uint64, rec *Record) {
 }
 
 // sameWord returns the mask of positions from j on whose counter lies in the
-// same word as pos[j].
+// same word as pos[j]. It scans at most 16 positions ahead: grouping saves
+// compare-and-swaps but is not needed for correctness (two CASes on one word
+// are as correct as one), and an unbounded scan costs O(k²) for large k.
 func sameWord(pos []uint64, j int) uint64 {
 	w := pos[j] >> 4
 	m := uint64(1) << j
-	for jj := j + 1; jj < len(pos); jj++ {
+	for jj := j + 1; jj < len(pos) && jj <= j+16; jj++ {
 		if pos[jj]>>4 == w {
 			m |= 1 << jj
 		}
@@ -284,4 +286,62 @@ func (r *Record) clear(m uint64) {
 	if r != nil {
 		storeOrdered(r.Changed, *r.Changed&^m)
 	}
+}
+
+// Probe is a key's hash prepared for one filter: what a lookup needs to walk
+// the key's counters without materialising them (blocked layouts), or the
+// hash itself (the others).
+type Probe struct {
+	h    uint64 // the key hash
+	base uint64 // blocked: first counter of the key's block
+	s    uint64 // blocked: position state
+}
+
+// Prepare computes the key's probe for this filter.
+func (f *Filter) Prepare(h uint64) Probe {
+	if bs := f.layout.blockSize(); bs != 0 {
+		g := fmix64(h)
+		base, _ := bits.Mul64(g, f.counters/bs)
+		return Probe{h: h, base: base * bs, s: fmix64(g ^ golden)}
+	}
+	return Probe{h: h}
+}
+
+// TouchProbe loads the word of the probe's block (or first counter),
+// starting its cache miss: used to overlap the misses of several filters
+// before any is tested.
+func (f *Filter) TouchProbe(p Probe) uint64 {
+	if f.layout.blockSize() != 0 {
+		return atomic.LoadUint64(&f.words[p.base>>4])
+	}
+	return f.Touch(p.h)
+}
+
+// ContainsProbe is Contains for a prepared probe. For the blocked layouts it
+// derives each position as it goes (the same positions as Positions) and
+// stops at the first zero counter.
+func (f *Filter) ContainsProbe(p Probe) bool {
+	bs := f.layout.blockSize()
+	if bs == 0 {
+		return f.Contains(p.h)
+	}
+	width, per := uint(7), 9
+	if bs == BlockCounters1024 {
+		width, per = 8, 8
+	}
+	w := f.words
+	s := p.s
+	x := s
+	for j := 0; j < f.k; j++ {
+		if j > 0 && j%per == 0 {
+			s = fmix64(s ^ golden) // as in blockedPositions
+			x = s
+		}
+		c := p.base + x&(bs-1)
+		x >>= width
+		if atomic.LoadUint64(&w[c>>4])>>((c&15)*4)&15 == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,7 +1,5 @@
 package scaling
 
-import "github.com/dablooms/dablooms/counting4"
-
 // batchGroup is how many keys a batch lookup keeps in flight: enough to
 // overlap the cache misses of a group, few enough for the hashes to stay in
 // registers and L1.
@@ -31,23 +29,20 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		return
 	}
 	var hs [batchGroup]hashes
-	var pos [counting4.MaxK]uint64
 	for start := 0; start < len(keys); start += batchGroup {
 		group := keys[start:min(start+batchGroup, len(keys))]
 		var sink uint64
 		for i, k := range group {
 			hs[i] = f.hash(c, k)
 			for _, m := range c.f {
-				sink |= m.cf.Touch(m.keyHash(hs[i]))
+				sink |= m.cf.TouchProbe(m.cf.Prepare(m.keyHash(hs[i])))
 			}
 		}
 		for i := range group {
 			found := false
 			for j := len(c.f) - 1; j >= 0 && !found; j-- {
 				m := c.f[j]
-				p := pos[:m.desc.K]
-				m.cf.Positions(m.keyHash(hs[i]), p)
-				found = m.cf.ContainsAt(p)
+				found = m.cf.ContainsProbe(m.cf.Prepare(m.keyHash(hs[i])))
 			}
 			out[start+i] = found && sink|1 != 0
 		}

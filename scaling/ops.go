@@ -79,24 +79,20 @@ func (f *Filter) Contains(key []byte) bool {
 
 func containsIn(c *chain, h hashes) bool {
 	if len(c.f) == 1 {
-		var pos [counting4.MaxK]uint64
 		m := c.f[0]
-		p := pos[:m.desc.K]
-		m.cf.Positions(m.keyHash(h), p)
-		return m.cf.ContainsAt(p)
+		return m.cf.ContainsProbe(m.cf.Prepare(m.keyHash(h)))
 	}
-	// Start the cache miss of every filter's block before testing any, so
-	// the misses of the chain overlap instead of following one another.
+	// Prepare every filter's probe and touch its block before testing any,
+	// so the cache misses of the chain overlap instead of following one
+	// another; then test newest first (recent keys are the likelier hits).
+	var probes [header.MaxFilters]counting4.Probe
 	var sink uint64
-	for _, m := range c.f {
-		sink |= m.cf.Touch(m.keyHash(h))
+	for i, m := range c.f {
+		probes[i] = m.cf.Prepare(m.keyHash(h))
+		sink |= m.cf.TouchProbe(probes[i])
 	}
-	var pos [counting4.MaxK]uint64
 	for i := len(c.f) - 1; i >= 0; i-- {
-		m := c.f[i]
-		p := pos[:m.desc.K]
-		m.cf.Positions(m.keyHash(h), p)
-		if m.cf.ContainsAt(p) {
+		if c.f[i].cf.ContainsProbe(probes[i]) {
 			return sink|1 != 0
 		}
 	}
