@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"github.com/dablooms/dablooms/counting4"
 	"os"
 	"sync/atomic"
 	"time"
@@ -96,9 +97,9 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 		// lets finish make the op word idle before it clears the masks. The
 		// hash is stored before the op word names the operation.
 		if r.busy.CompareAndSwap(false, true) {
-			atomic.StoreUint64(r.hash, h)
+			counting4.StoreOrdered(r.hash, h)
 			old := atomic.LoadUint64(r.op)
-			atomic.StoreUint64(r.op, old|op|uint64(filter)<<opFilterShift)
+			counting4.StoreOrdered(r.op, old|op|uint64(filter)<<opFilterShift)
 			return r
 		}
 		if i == (h%n+n-1)%n {
@@ -118,8 +119,8 @@ func (r *record) finish(completed bool) {
 	if completed {
 		n++
 	}
-	atomic.StoreUint64(r.op, n<<opCountShift)
-	atomic.StoreUint64(r.changed, 0)
-	atomic.StoreUint64(r.doubt, 0)
+	counting4.StoreOrdered(r.op, n<<opCountShift)
+	counting4.StoreOrdered(r.changed, 0)
+	counting4.StoreOrdered(r.doubt, 0)
 	r.busy.Store(false)
 }
