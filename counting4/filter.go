@@ -311,8 +311,11 @@ func (f *Filter) Prepare(h uint64) Probe {
 // starting its cache miss: used to overlap the misses of several filters
 // before any is tested.
 func (f *Filter) TouchProbe(p Probe) uint64 {
-	if f.layout.blockSize() != 0 {
+	switch f.layout.blockSize() {
+	case BlockCounters:
 		return atomic.LoadUint64(&f.words[p.base>>4])
+	case BlockCounters1024:
+		return atomic.LoadUint64(&f.words[p.base>>4]) | atomic.LoadUint64(&f.words[p.base>>4+8])
 	}
 	return f.Touch(p.h)
 }
