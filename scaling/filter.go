@@ -63,11 +63,7 @@ type record struct {
 // Create creates a new file at path with the given options (nil = defaults)
 // and opens it read-write. It refuses an existing file unless opts.Overwrite.
 func Create(path string, opts *Options) (*Filter, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	p, first, err := newParams(&o)
+	o, p, first, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +85,7 @@ func Create(path string, opts *Options) (*Filter, error) {
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
 // nothing is written to disk, and the race detector sees every access.
 func NewMemory(opts *Options) (*Filter, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	p, first, err := newParams(&o)
+	o, p, first, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +96,7 @@ func NewMemory(opts *Options) (*Filter, error) {
 // header.DataOffset bytes (for custom storage, such as the crash model in
 // the tests). The region must be zero.
 func CreateRegion(r mmapfile.Region, opts *Options) (*Filter, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	p, first, err := newParams(&o)
+	o, p, first, err := prepare(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +104,16 @@ func CreateRegion(r mmapfile.Region, opts *Options) (*Filter, error) {
 		return nil, err
 	}
 	return create(r, nil, p, first, &o)
+}
+
+// prepare validates the options and sizes the first filter.
+func prepare(opts *Options) (Options, *header.Params, header.FilterDesc, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return o, nil, header.FilterDesc{}, err
+	}
+	p, first, err := newParams(&o)
+	return o, p, first, err
 }
 
 func newParams(o *Options) (*header.Params, header.FilterDesc, error) {
@@ -268,15 +266,20 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 
 func (f *Filter) setBootID(s string) error {
 	if s == "" {
-		var err error
-		s, err = systemBootID()
-		if err != nil {
-			return err
-		}
+		s = SystemBootID()
 	}
-	copy(f.bootID[:], s)
+	f.bootID = ParseBootID(s)
+	return nil
+}
+
+// ParseBootID turns a boot identity into the 16 bytes recorded with the
+// dirty mark: a string of at most 16 bytes is kept as it is; a longer one (a
+// UUID such as /proc/sys/kernel/random/boot_id) gives the bytes of its hex
+// digit pairs.
+func ParseBootID(s string) [16]byte {
+	var id [16]byte
+	copy(id[:], s)
 	if len(s) > 16 {
-		// A UUID string: keep its 16 bytes of entropy.
 		var b [16]byte
 		n := 0
 		for i := 0; i+1 < len(s) && n < 16; i++ {
@@ -286,9 +289,9 @@ func (f *Filter) setBootID(s string) error {
 				i++
 			}
 		}
-		f.bootID = b
+		id = b
 	}
-	return nil
+	return id
 }
 
 func hexv(c byte) int {
@@ -303,13 +306,15 @@ func hexv(c byte) int {
 	return -1
 }
 
-func systemBootID() (string, error) {
+// SystemBootID returns the machine's boot identity. Without one (no
+// /proc/sys/kernel/random/boot_id) it returns a constant, so every unflushed
+// file counts as dirty after a process restart too: safe.
+func SystemBootID() string {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
-		// Without a boot identity every unflushed file counts as dirty: safe.
-		return "unknown-boot", nil
+		return "unknown-boot"
 	}
-	return string(b), nil
+	return string(b)
 }
 
 // readMeta picks the newest valid metadata copy.
