@@ -152,6 +152,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 		return fmt.Errorf("%w: id %d is above 2^63-1", ErrInvalidID, id)
 	}
 	var m *member
+	var r *record
 	for {
 		m = route(c, id)
 		if m == nil {
@@ -161,12 +162,18 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				return err
 			}
 		} else {
+			// The record is published before the state word is read (the
+			// flush protocol's half of a Dekker handshake: a flush that froze
+			// writers then sees this operation in flight).
+			r = f.claimRecord(m.keyHash(h), header.OpAdd, m.idx)
 			if err := f.ensureDirty(m); err != nil {
+				r.finish(false)
 				return err
 			}
 			if widen(m, id) {
 				break
 			}
+			r.finish(false)
 			// The filter was sealed by a growth since this chain was read:
 			// this Add raced it and is moved to the new filter.
 			if m == c.f[len(c.f)-1] {
@@ -185,7 +192,6 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 		}
 	}
 	kh := m.keyHash(h)
-	r := f.claimRecord(kh, header.OpAdd, m.idx)
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
@@ -223,10 +229,12 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	kh := m.keyHash(h)
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
+	// Record first, then read the state word (see add).
+	r := f.claimRecord(kh, header.OpRemove, m.idx)
 	if err := f.ensureDirty(m); err != nil {
+		r.finish(false)
 		return err
 	}
-	r := f.claimRecord(kh, header.OpRemove, m.idx)
 	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
 		r.finish(false)
 		return ErrNotPresent

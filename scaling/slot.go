@@ -99,7 +99,10 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 		if r.busy.CompareAndSwap(false, true) {
 			counting4.StoreOrdered(r.hash, h)
 			old := atomic.LoadUint64(r.op)
-			counting4.StoreOrdered(r.op, old|op|uint64(filter)<<opFilterShift)
+			// A sequentially consistent store: the caller reads the state
+			// word next, and a flush must not miss this record (x86 may
+			// otherwise let that load pass this store).
+			atomic.StoreUint64(r.op, old|op|uint64(filter)<<opFilterShift)
 			return r
 		}
 		if i == (h%n+n-1)%n {
