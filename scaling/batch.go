@@ -1,48 +1,69 @@
 package scaling
 
+import "github.com/dablooms/dablooms/counting4"
+
 // batchGroup is how many keys a batch lookup keeps in flight: enough to
-// overlap the cache misses of a group, few enough for the hashes to stay in
-// registers and L1.
+// overlap the cache misses of a group, few enough for the probes to stay in
+// L1.
 const batchGroup = 16
 
+// batchFilters is the longest chain whose probes a batch keeps for a whole
+// group; longer chains are probed one key at a time (still overlapping the
+// misses of the chain's filters).
+const batchFilters = 8
+
 // ContainsBatch sets out[i] = Contains(keys[i]) for every key, faster than
-// calling Contains in a loop: it hashes a group of keys and starts the cache
-// misses of all their blocks, in every filter, before testing any, so the
-// misses overlap. out must be at least as long as keys.
+// calling Contains in a loop: for a group of keys it first hashes every key
+// and prepares its probe in every filter, then touches all their blocks in
+// one tight loop (so the cache misses overlap: the loop is short enough for
+// the CPU to have them all in flight), and only then tests them. out must be
+// at least as long as keys.
 func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 	if len(out) < len(keys) {
 		panic("dablooms: ContainsBatch: out is shorter than keys")
 	}
+	out = out[:len(keys)]
 	c := f.chain.Load()
 	if c == nil {
-		clear(out[:len(keys)])
+		clear(out)
 		return
 	}
 	g, err := f.enter(uint64(len(keys)))
 	if err != nil {
-		clear(out[:len(keys)])
+		clear(out)
 		return
 	}
 	defer g.n.Add(-1)
 	if c, err = f.current(); err != nil {
-		clear(out[:len(keys)])
+		clear(out)
 		return
 	}
-	var hs [batchGroup]hashes
+	if len(c.f) > batchFilters {
+		for i, k := range keys {
+			out[i] = containsIn(c, f.hash(c, k))
+		}
+		return
+	}
+	var probes [batchGroup * batchFilters]counting4.Probe
+	nf := len(c.f)
 	for start := 0; start < len(keys); start += batchGroup {
 		group := keys[start:min(start+batchGroup, len(keys))]
-		var sink uint64
 		for i, k := range group {
-			hs[i] = f.hash(c, k)
-			for _, m := range c.f {
-				sink |= m.cf.TouchProbe(m.cf.Prepare(m.keyHash(hs[i])))
+			h := f.hash(c, k)
+			for j, m := range c.f {
+				probes[i*nf+j] = m.cf.Prepare(m.keyHash(h))
+			}
+		}
+		var sink uint64
+		for i := range group {
+			for j, m := range c.f {
+				sink |= m.cf.TouchProbe(probes[i*nf+j])
 			}
 		}
 		for i := range group {
 			found := false
-			for j := len(c.f) - 1; j >= 0 && !found; j-- {
-				m := c.f[j]
-				found = m.cf.ContainsProbe(m.cf.Prepare(m.keyHash(hs[i])))
+			for j := nf - 1; j >= 0 && !found; j-- {
+				found = c.f[j].cf.ContainsProbe(probes[i*nf+j])
 			}
 			out[start+i] = found && sink|1 != 0
 		}
