@@ -152,10 +152,21 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 		}
 		r = f
 	}
-	bar := a.newBar(verb, total)
+	return a.scanLines(ctx, r, name, verb, total, func(line int, key []byte, id uint64, hasID bool) error {
+		return fn(item{key: key, id: id, hasID: hasID, line: line})
+	})
+}
+
+// scanLines calls fn for every non-empty KEY or KEY<TAB>ID line of r (named
+// name in errors), with a progress bar labelled label over total bytes
+// (when bars are on). It stops between two lines when ctx is cancelled and
+// returns ctx's error. The key slice is valid only during the call.
+func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	bar := a.newBar(label, total)
 	if bar != nil {
 		defer bar.Finish()
 	}
+	done := ctx.Done()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	line := 0
@@ -177,7 +188,7 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 		if err != nil {
 			return &inputError{name: name, line: line, msg: err.Error()}
 		}
-		if err := fn(item{key: key, id: id, hasID: hasID, line: line}); err != nil {
+		if err := fn(line, key, id, hasID); err != nil {
 			return err
 		}
 	}

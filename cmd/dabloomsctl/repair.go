@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math"
@@ -185,40 +184,18 @@ func (a *app) lineSource(ctx context.Context, path string, n *uint64) recover.So
 		if last == math.MaxUint64 {
 			label = fmt.Sprintf("rebuild ids %d..", first)
 		}
-		bar := a.newBar(label, total)
-		if bar != nil {
-			defer bar.Finish()
-		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		line := 0
-		for sc.Scan() {
-			line++
-			b := sc.Bytes()
-			if bar != nil {
-				bar.Add64(int64(len(b) + 1))
-			}
-			if line&1023 == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
-				continue
-			}
-			key, id, hasID, err := parseLine(b)
-			if err != nil {
-				return &inputError{name: path, line: line, msg: err.Error()}
-			}
+		return a.scanLines(ctx, fh, path, label, total, func(line int, key []byte, id uint64, hasID bool) error {
 			if !hasID {
 				return &inputError{name: path, line: line, msg: "no id: --rebuild-from needs KEY<TAB>ID lines"}
 			}
 			if id < first || id > last {
-				continue
+				return nil
 			}
 			if err := add(key, id); err != nil {
 				return err
 			}
 			*n++
-		}
-		return sc.Err()
+			return nil
+		})
 	}
 }
