@@ -88,10 +88,16 @@ func (f *Filter) ContainsAt(pos []uint64) bool {
 // cut short by the death of its process can be rolled back exactly. Bit j of
 // Changed is set while position j's counter differs from its value before the
 // operation. Bit j of Doubt is set while the compare-and-swap that flips bit j
-// of Changed may or may not have happened. A nil *Record records nothing.
+// of Changed may or may not have happened. Before that compare-and-swap,
+// Word is set to the index (within the filter) of the counter word it
+// changes, plus one, and New to the value the word takes if it succeeds: the
+// evidence that lets recovery tell whether it happened. A nil *Record records
+// nothing; nil Word and New record no evidence.
 type Record struct {
 	Changed *uint64
 	Doubt   *uint64
+	Word    *uint64
+	New     *uint64
 }
 
 // Add increments the key's k counters (saturating at 15).
@@ -126,6 +132,7 @@ func (f *Filter) AddAt(pos []uint64, rec *Record) {
 			if changed == 0 {
 				break
 			}
+			rec.evidence(pos[j]>>4, nw)
 			rec.doubt(changed)
 			if atomic.CompareAndSwapUint64(w, old, nw) {
 				rec.set(changed)
@@ -199,6 +206,7 @@ func (f *Filter) RemoveAt(pos []uint64, rec *Record) bool {
 			if changed == 0 {
 				break
 			}
+			rec.evidence(pos[j]>>4, nw)
 			rec.doubt(changed)
 			if atomic.CompareAndSwapUint64(w, old, nw) {
 				rec.set(changed)
@@ -244,6 +252,7 @@ func (f *Filter) step(p uint64, rec *Record, j int) bool {
 		if old>>sh&15 == 15 {
 			return false
 		}
+		rec.evidence(p>>4, old+1<<sh)
 		rec.doubt(uint64(1) << j)
 		if atomic.CompareAndSwapUint64(w, old, old+1<<sh) {
 			return true
@@ -263,10 +272,21 @@ func (f *Filter) dec(p uint64, rec *Record, j int) (changed, ok bool) {
 		case 15:
 			return false, true
 		}
+		rec.evidence(p>>4, old-1<<sh)
 		rec.doubt(uint64(1) << j)
 		if atomic.CompareAndSwapUint64(w, old, old-1<<sh) {
 			return true, true
 		}
+	}
+}
+
+// evidence records the compare-and-swap about to be tried: word w of the
+// filter is to become nw. It is stored before the doubt mask that names the
+// positions the CAS changes.
+func (r *Record) evidence(w, nw uint64) {
+	if r != nil && r.Word != nil && r.New != nil {
+		storeOrdered(r.Word, w+1)
+		storeOrdered(r.New, nw)
 	}
 }
 

@@ -740,3 +740,27 @@ func BenchmarkRemove(b *testing.B) {
 		})
 	}
 }
+
+// TestRecordEvidence: the record's evidence names the word and the new value
+// of the last compare-and-swap, for adds, removes and the undo of a remove.
+func TestRecordEvidence(t *testing.T) {
+	f := newFilter(t, Classic, 128, 1)
+	var changed, doubt, word, nv uint64
+	rec := &Record{Changed: &changed, Doubt: &doubt, Word: &word, New: &nv}
+	f.AddAt([]uint64{3, 40, 41}, rec)
+	if word != 40>>4+1 || nv != f.Words()[40>>4] {
+		t.Fatalf("after add: word %d new %#x, want %d %#x", word, nv, 40>>4+1, f.Words()[40>>4])
+	}
+	changed = 0 // a new operation (scaling's finish clears the record)
+	if !f.RemoveAt([]uint64{40, 3}, rec) || word != 3>>4+1 || nv != f.Words()[0] {
+		t.Fatalf("after remove: word %d new %#x, want 1 %#x", word, nv, f.Words()[0])
+	}
+	// Undoing the remove (as a remove that met a zero counter does): the
+	// evidence is that of the last undo step.
+	f.Undo([]uint64{40, 3}, -1, rec)
+	if word != 3>>4+1 || nv != f.Words()[0] || changed != 0 || doubt != 0 {
+		t.Fatalf("after undo: word %d new %#x changed %b doubt %b, want 1 %#x 0 0", word, nv, changed, doubt, f.Words()[0])
+	}
+	// Without Word and New, nothing is recorded and nothing breaks.
+	f.AddAt([]uint64{5}, &Record{Changed: &changed, Doubt: &doubt})
+}

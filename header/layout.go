@@ -55,6 +55,9 @@ const (
 	RecHashOff    = 8  // uint64: key hash for the filter's hash algorithm
 	RecChangedOff = 16 // uint64: bit j set: position j's counter was changed
 	RecDoubtOff   = 24 // uint64: bit j set: position j's CAS may or may not have happened
+	RecWordOff    = 32 // uint64: evidence: counter word (index within the filter) + 1 of the last CAS tried, 0 none
+	RecNewOff     = 40 // uint64: evidence: the value that CAS stores in the word
+	// Words +48 and +56 of a record line are reserved (zero).
 
 	// MaxFilters is the number of directory entries in a metadata copy.
 	MaxFilters = 64

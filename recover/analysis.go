@@ -94,9 +94,10 @@ type slotInfo struct {
 
 type recInfo struct {
 	op, hash, changed, doubt uint64
-	extra                    bool // reserved words are not zero
-	valid                    bool // an in-flight record whose fields make sense
-	bad                      bool // fields that cannot be right (idle or in flight)
+	word, newVal             uint64 // evidence of the last CAS tried: word index + 1 (0 none), new value
+	extra                    bool   // reserved words are not zero
+	valid                    bool   // an in-flight record whose fields make sense
+	bad                      bool   // fields that cannot be right (idle or in flight)
 }
 
 type recRef struct{ slot, rec int }
@@ -404,11 +405,13 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			ri.hash = a.word(off + header.RecHashOff)
 			ri.changed = a.word(off + header.RecChangedOff)
 			ri.doubt = a.word(off + header.RecDoubtOff)
-			ri.extra = firstNonZero(a.head[off+32:off+header.LineSize]) >= 0
+			ri.word = a.word(off + header.RecWordOff)
+			ri.newVal = a.word(off + header.RecNewOff)
+			ri.extra = firstNonZero(a.head[off+header.RecNewOff+8:off+header.LineSize]) >= 0
 			si.completed += ri.count()
 			if !ri.inFlight() {
 				stray := ri.op&(1<<opCountShift-1) != 0 || ri.extra
-				masks := ri.changed != 0 || ri.doubt != 0
+				masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0
 				ri.bad = stray || masks
 				switch {
 				case stray:
@@ -417,9 +420,10 @@ func (a *analysis) readSlots(live func(int64) bool) {
 				case masks:
 					// finish makes the op word idle (the operation complete
 					// and counted) before it clears the masks: a writer that
-					// stopped in between leaves them, and they mean nothing.
+					// stopped in between leaves them (and the evidence of its
+					// last compare-and-swap), and they mean nothing.
 					a.note(Clean, -1, s, off, "record", nil,
-						"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x); Repair clears them", r, ri.changed, ri.doubt)
+						"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
 				}
 				continue
 			}

@@ -40,7 +40,7 @@ var fuzzBase = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	simRun(newSimImage(b), m.Filters[1], m.Params.Seed, simOp{add: true, filter: 1, key: key(82), slot: 4, rec: 1}, 5)
+	simRun(newSimImage(b), m.Filters[1], m.Params.Seed, simOp{add: true, filter: 1, key: key(82), slot: 4, rec: 1}, 7)
 	return b, nil
 })
 

@@ -68,6 +68,12 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	hash := img.at(recOff + header.RecHashOff)
 	changed := img.at(recOff + header.RecChangedOff)
 	doubt := img.at(recOff + header.RecDoubtOff)
+	evWord := img.at(recOff + header.RecWordOff)
+	evNew := img.at(recOff + header.RecNewOff)
+	// evidence stores what a compare-and-swap of word wi to nw is about to do.
+	evidence := func(wi, nw uint64) bool {
+		return step(func() { *evWord = wi + 1 }) && step(func() { *evNew = nw })
+	}
 	line := header.FilterLineOffset(op.filter)
 	items := img.at(line + header.FilterItemsOff)
 	count := *opw >> opCountShift
@@ -90,7 +96,8 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 		if completed {
 			c++
 		}
-		return step(func() { *changed = 0 }) && step(func() { *doubt = 0 }) && step(func() { *opw = c << opCountShift })
+		return step(func() { *changed = 0 }) && step(func() { *doubt = 0 }) &&
+			step(func() { *evWord = 0 }) && step(func() { *evNew = 0 }) && step(func() { *opw = c << opCountShift })
 	}
 	if op.add {
 		if !step(func() { *opw = count<<opCountShift | typ | uint64(op.filter)<<opFilterShift }) ||
@@ -117,7 +124,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			if ch == 0 {
 				continue
 			}
-			if !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
+			if !evidence(pos[j]>>4, nw) || !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
 				return n
 			}
 		}
@@ -164,7 +171,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 				pw := &words[p>>4]
 				sh := (p & 15) * 4
 				if *pw>>sh&15 != 15 {
-					if !step(func() { *doubt = 1 << jj }) || !step(func() { *pw += 1 << sh }) {
+					if !evidence(p>>4, *pw+1<<sh) || !step(func() { *doubt = 1 << jj }) || !step(func() { *pw += 1 << sh }) {
 						return n
 					}
 				}
@@ -179,7 +186,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			return n
 		}
 		if ch != 0 {
-			if !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
+			if !evidence(pos[j]>>4, nw) || !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
 				return n
 			}
 		}
@@ -411,5 +418,130 @@ func TestInterruptTwoWriters(t *testing.T) {
 			}
 		}
 		t.Logf("%v: %d of %d double cuts repaired exactly (the rest: two doubts the counter sum cannot tell apart)", lay, exact, trials)
+	}
+}
+
+// insideCAS returns the budgets at which op, run on a clone of b, stops with
+// a real doubt: its record's doubt mask names positions outside its changed
+// mask (the process died around a compare-and-swap).
+func insideCAS(b []byte, d header.FilterDesc, seed uint64, op simOp) []int {
+	total := simRun(newSimImage(bytes.Clone(b)), d, seed, op, 1<<30)
+	recOff := header.RecordOffset(op.slot, op.rec)
+	var out []int
+	for budget := 0; budget <= total; budget++ {
+		img := newSimImage(bytes.Clone(b))
+		simRun(img, d, seed, op, budget)
+		if *img.at(recOff + header.RecDoubtOff)&^*img.at(recOff + header.RecChangedOff) != 0 {
+			out = append(out, budget)
+		}
+	}
+	return out
+}
+
+// TestInterruptTwoWritersInsideCAS cuts two writers on the same filter, each
+// around one of its compare-and-swaps (doubt set, changed not yet), the case
+// the counter-sum identity alone often cannot decide. With the evidence the
+// records keep (word and new value), Repair must end both exactly; the same
+// images with the evidence wiped show how many were ambiguous without it.
+// Evidence must never make things worse.
+func TestInterruptTwoWritersInsideCAS(t *testing.T) {
+	trials := 300
+	if testing.Short() || raceEnabled {
+		trials = 80
+	}
+	rng := rand.New(rand.NewSource(11))
+	for _, lay := range []counting4.Layout{counting4.Classic, counting4.Blocked512} {
+		var base [][]byte
+		for i := range 40 {
+			base = append(base, []byte(fmt.Sprintf("base-%d", i)))
+		}
+		b0, d, seed := simBase(t, lay, 100, base)
+		tried, exact, exactWithout := 0, 0, 0
+		for trial := range trials {
+			ops := [2]simOp{
+				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("w0-%d", trial)), slot: 2, rec: 1},
+				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("w1-%d", trial)), slot: 7, rec: 3},
+			}
+			for j := range ops {
+				if !ops[j].add {
+					ops[j].key = base[rng.Intn(len(base))]
+				}
+			}
+			if !ops[0].add && !ops[1].add && bytes.Equal(ops[0].key, ops[1].key) {
+				continue
+			}
+			var wants [][]uint8
+			for mask := range 4 {
+				img := bytes.Clone(b0)
+				for j := range ops {
+					if mask&(1<<j) != 0 {
+						simRun(newSimImage(img), d, seed, ops[j], 1<<30)
+					}
+				}
+				wants = append(wants, counterValues(img, d))
+			}
+			img := bytes.Clone(b0)
+			c0 := insideCAS(img, d, seed, ops[0])
+			if len(c0) == 0 {
+				continue
+			}
+			simRun(newSimImage(img), d, seed, ops[0], c0[rng.Intn(len(c0))])
+			c1 := insideCAS(img, d, seed, ops[1])
+			if len(c1) == 0 {
+				continue
+			}
+			simRun(newSimImage(img), d, seed, ops[1], c1[rng.Intn(len(c1))])
+			tried++
+
+			// Without evidence: what Repair could do before records kept it.
+			wiped := bytes.Clone(img)
+			for _, op := range ops {
+				off := header.RecordOffset(op.slot, op.rec)
+				le.PutUint64(wiped[off+header.RecWordOff:], 0)
+				le.PutUint64(wiped[off+header.RecNewOff:], 0)
+			}
+			_, _, raw := repairBytes(t, wiped)
+			if raw.State == Clean {
+				exactWithout++
+			}
+
+			out, rb, ra := repairBytes(t, img)
+			got := counterValues(out, d)
+			if ra.State != Clean {
+				if raw.State == Clean {
+					dumpReport(t, rb)
+					t.Fatalf("%v trial %d: exact without evidence, not with it (%s)", lay, trial, ra.State)
+				}
+				// Still ambiguous (another writer made the very change the
+				// evidence names): the safe choice, no false negative.
+				for c := range got {
+					lo := uint8(15)
+					for _, w := range wants {
+						lo = min(lo, w[c])
+					}
+					if got[c] < lo {
+						t.Fatalf("%v trial %d: counter %d is %d, below every whole outcome", lay, trial, c, got[c])
+					}
+				}
+				continue
+			}
+			exact++
+			// Both operations were cut inside their counters: both are
+			// rolled back, so the counters are those before either ran.
+			if outcome(got, wants[0]) < 0 {
+				dumpReport(t, rb)
+				t.Fatalf("%v trial %d: counters are not those before both operations", lay, trial)
+			}
+			if ra.Filters[0].CounterSum != uint64(d.K)*ra.Filters[0].Items {
+				t.Fatalf("%v trial %d: sum %d, items %d", lay, trial, ra.Filters[0].CounterSum, ra.Filters[0].Items)
+			}
+		}
+		t.Logf("%v: %d double cuts inside compare-and-swaps: %d repaired exactly with evidence, %d without", lay, tried, exact, exactWithout)
+		if tried == 0 || exact <= exactWithout && exactWithout < tried {
+			t.Fatalf("%v: evidence decided no more doubts (%d vs %d of %d)", lay, exact, exactWithout, tried)
+		}
+		if tried-exact > tried/20 {
+			t.Fatalf("%v: %d of %d double cuts still ambiguous", lay, tried-exact, tried)
+		}
 	}
 }

@@ -32,8 +32,8 @@ func interruptedFile(t *testing.T) string {
 	*img.at(header.FilterLineOffset(0) + header.FilterMarkOff) = ep
 	boot := parseBootID(testBoot)
 	copy(b[header.BootIDOffset:], boot[:])
-	// claim, hash, doubt, CAS, changed: the first group is in.
-	simRun(img, m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 5)
+	// claim, hash, evidence (word, new), doubt, CAS, changed: the first group is in.
+	simRun(img, m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 7)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -96,6 +96,72 @@ func safeHyp(ri *recInfo) hyp {
 	return hyp{}
 }
 
+// narrow uses the evidence a record keeps of its last compare-and-swap (the
+// counter word and the value it stores, written before the doubt mask) to
+// drop the hypotheses the word's current value rules out. It returns hs
+// unchanged when the evidence is absent, does not fit the doubt, or the word
+// has changed since (another writer touched it): the counter-sum identity
+// then decides as before.
+//
+// For a real doubt of a forward compare-and-swap (bits outside Changed), the
+// word holds either the new value (it happened: hs[1]) or the value without
+// the doubted change (it did not: hs[0]). A remove whose doubt may be an undo
+// step (see hypsOf) is read both ways, and only the conclusion both readings
+// share is drawn: the word holds the value from before the doubted CAS, so
+// the doubted restore did not happen and rolling back Changed (hs[0]) is
+// right.
+func narrow(img image, fi *filterInfo, ri *recInfo, hs []hyp) ([]hyp, error) {
+	c, db := ri.changed, ri.doubt
+	if len(hs) != 2 || db == 0 || ri.word == 0 {
+		return hs, nil
+	}
+	nwords := (fi.desc.Counters + 15) / 16
+	w := ri.word - 1
+	if w >= nwords {
+		return hs, nil
+	}
+	d := ri.dir()
+	mayBeUndo := d < 0 && bits.OnesCount64(db) == 1 && c&(db-1) == 0
+	// dir of the doubted CAS: +1 if it increments the doubt positions.
+	dir := d
+	if mayBeUndo && db&^c == 0 {
+		dir = -d // an undo step restoring the position
+	}
+	var pos [header.MaxK]uint64
+	counting4.Layout(fi.desc.LayoutID).Positions(ri.hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
+	nv, without := ri.newVal, ri.newVal
+	for m := db; m != 0; m &= m - 1 {
+		p := pos[bits.TrailingZeros64(m)]
+		if p>>4 != w {
+			return hs, nil // the evidence is of another CAS
+		}
+		sh := (p & 15) * 4
+		v := without >> sh & 15
+		if dir > 0 {
+			if v == 0 {
+				return hs, nil
+			}
+			without -= 1 << sh
+		} else {
+			if v == 15 {
+				return hs, nil
+			}
+			without += 1 << sh
+		}
+	}
+	var buf [8]byte
+	if err := readFull(img, buf[:], fi.desc.Offset+int64(w)*8); err != nil {
+		return nil, err
+	}
+	switch cur := le.Uint64(buf[:]); {
+	case cur == without:
+		return hs[:1], nil
+	case cur == nv && !mayBeUndo:
+		return hs[1:], nil
+	}
+	return hs, nil
+}
+
 // maxCombos bounds the hypotheses tried.
 const maxCombos = 1 << 16
 
@@ -158,19 +224,33 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 	recs := make([]*recInfo, len(fi.recs))
 	hs := make([][]hyp, len(fi.recs))
 	anyDoubt := false
+	narrowed := false
+	nhs := make([][]hyp, len(fi.recs))
 	for j, rr := range fi.recs {
 		recs[j] = &a.slots[rr.slot].recs[rr.rec]
 		hs[j] = hypsOf(recs[j])
 		if recs[j].doubt != 0 {
 			anyDoubt = true
 		}
+		nh, err := narrow(img, fi, recs[j], hs[j])
+		if err != nil {
+			return nil, err
+		}
+		nhs[j] = nh
+		narrowed = narrowed || len(nh) < len(hs[j])
 	}
 	k := int64(fi.desc.K)
 	res := &resolution{filter: i}
 	var choice []hyp
 	switch {
 	case fi.sat == 0 && fi.itemsOK:
-		n, first := enumerate(hs, int64(fi.sum)-k*int64(fi.items))
+		target := int64(fi.sum) - k*int64(fi.items)
+		n, first := enumerate(nhs, target)
+		if n == 0 && narrowed {
+			// The evidence misled (another writer made the very change a
+			// dead writer was about to make): weigh every hypothesis.
+			n, first = enumerate(hs, target)
+		}
 		switch n {
 		case 1:
 			choice = first

@@ -57,6 +57,8 @@ type record struct {
 	hash    *uint64
 	changed *uint64
 	doubt   *uint64
+	word    *uint64     // evidence: counter word index + 1 of the CAS in doubt
+	newVal  *uint64     // evidence: the value that CAS stores
 	busy    atomic.Bool // claimed by a goroutine of this handle
 }
 

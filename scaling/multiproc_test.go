@@ -1033,8 +1033,9 @@ func mpKillCheck(t *testing.T, path string, lg *mpShm, nprocs int, seed uint64, 
 		for r := 0; r < header.RecordsPerSlot; r++ {
 			op := rec(s, r, header.RecOpOff)
 			if t := op & opTypeMask; t != header.OpAdd && t != header.OpRemove {
-				if rec(s, r, header.RecChangedOff) != 0 || rec(s, r, header.RecDoubtOff) != 0 {
-					st.idleStray++ // possible once finish makes the op idle before clearing the masks
+				if rec(s, r, header.RecChangedOff) != 0 || rec(s, r, header.RecDoubtOff) != 0 ||
+					rec(s, r, header.RecWordOff) != 0 || rec(s, r, header.RecNewOff) != 0 {
+					st.idleStray++ // possible once finish makes the op idle before clearing the masks and evidence
 				}
 				continue
 			}

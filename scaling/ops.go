@@ -195,7 +195,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
-	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt})
+	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
 	atomic.AddUint64(m.items, 1)
 	r.finish(true)
 	return nil
@@ -235,7 +235,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		r.finish(false)
 		return err
 	}
-	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt}) {
+	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
 		r.finish(false)
 		return ErrNotPresent
 	}

@@ -47,10 +47,14 @@ func (f *Filter) claimSlot() error {
 			rc := &f.rec[r]
 			rc.op, rc.hash = &w[base+header.RecOpOff/8], &w[base+header.RecHashOff/8]
 			rc.changed, rc.doubt = &w[base+header.RecChangedOff/8], &w[base+header.RecDoubtOff/8]
+			rc.word, rc.newVal = &w[base+header.RecWordOff/8], &w[base+header.RecNewOff/8]
 			// Every record is idle here, but a writer killed inside finish
-			// (after the op word went idle) may have left its masks set.
+			// (after the op word went idle) may have left its masks and
+			// evidence set.
 			atomic.StoreUint64(rc.changed, 0)
 			atomic.StoreUint64(rc.doubt, 0)
+			atomic.StoreUint64(rc.word, 0)
+			atomic.StoreUint64(rc.newVal, 0)
 			rc.busy.Store(false)
 		}
 		return nil
@@ -113,9 +117,10 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 
 // finish completes the operation: the record is idle again and its count of
 // completed operations is one higher, in one atomic store. Only then are the
-// masks cleared: while the op word names the operation, Changed must name
-// every counter it changed. (A death in between leaves an idle record with
-// stray masks, which mean nothing and which claimSlot clears.)
+// masks and the evidence cleared: while the op word names the operation,
+// Changed must name every counter it changed. (A death in between leaves an
+// idle record with stray masks or evidence, which mean nothing and which
+// claimSlot clears.)
 func (r *record) finish(completed bool) {
 	old := atomic.LoadUint64(r.op)
 	n := old >> opCountShift
@@ -125,5 +130,7 @@ func (r *record) finish(completed bool) {
 	counting4.StoreOrdered(r.op, n<<opCountShift)
 	counting4.StoreOrdered(r.changed, 0)
 	counting4.StoreOrdered(r.doubt, 0)
+	counting4.StoreOrdered(r.word, 0)
+	counting4.StoreOrdered(r.newVal, 0)
 	r.busy.Store(false)
 }
