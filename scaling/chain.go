@@ -53,11 +53,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		c.f = append(c.f, mb)
 	}
 	for _, mb := range c.f {
-		if mb.desc.HashID == header.HashMurmur3Orig {
-			c.hasMurmur = true
-		} else {
-			c.hasNative = true
-		}
+		c.hasMurmur = c.hasMurmur || mb.desc.HashID == header.HashMurmur3Orig
 	}
 	f.chain.Store(c)
 	return nil

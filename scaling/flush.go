@@ -45,11 +45,11 @@ func (f *Filter) Flush() error {
 	if !ok {
 		return f.sync(0, size)
 	}
-	if f.anyInFlight() {
+	mem, busy := f.recordTotals()
+	if busy {
 		f.words.AbortFlush(ep)
 		return f.sync(0, size)
 	}
-	mem := f.memSum()
 	if err := f.sync(0, size); err != nil {
 		f.words.AbortFlush(ep)
 		return err
@@ -68,29 +68,18 @@ func (f *Filter) Flush() error {
 	return nil
 }
 
-// forEachRecord calls fn with the op word of every record of every slot.
-func (f *Filter) forEachRecord(fn func(slot int, op uint64)) {
+// recordTotals reads the op word of every record of every slot once: the
+// operations completed through them (mem_seqnum's sum) and whether any is in
+// flight, live or dead.
+func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			fn(s, atomic.LoadUint64(f.hotWord(header.RecordOffset(s, r)+header.RecOpOff)))
+			op := atomic.LoadUint64(f.hotWord(header.RecordOffset(s, r) + header.RecOpOff))
+			completed += op >> opCountShift
+			inFlight = inFlight || op&opTypeMask != 0
 		}
 	}
-}
-
-func (f *Filter) anyInFlight() bool {
-	busy := false
-	f.forEachRecord(func(_ int, op uint64) {
-		if op&opTypeMask != 0 {
-			busy = true
-		}
-	})
-	return busy
-}
-
-func (f *Filter) memSum() uint64 {
-	var s uint64
-	f.forEachRecord(func(_ int, op uint64) { s += op >> opCountShift })
-	return s
+	return completed, inFlight
 }
 
 // MemSeqnum returns mem_seqnum: the number of modifications completed on the
@@ -99,7 +88,8 @@ func (f *Filter) MemSeqnum() uint64 {
 	if f.closed.Load() {
 		return 0
 	}
-	return seqnum.Mem([]uint64{f.memSum()}, f.anyInFlight())
+	mem, busy := f.recordTotals()
+	return seqnum.Mem([]uint64{mem}, busy)
 }
 
 // DiskSeqnum returns disk_seqnum: the mem_seqnum at the last durable Flush

@@ -67,7 +67,7 @@ func TestFlushNeverCoversAConcurrentChange(t *testing.T) {
 				break
 			}
 			disk := atomic.LoadUint64(f.words.Disk)
-			mem := f.memSum()
+			mem, _ := f.recordTotals()
 			if atomic.LoadUint64(f.words.State) != st1 {
 				break
 			}

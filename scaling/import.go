@@ -133,17 +133,15 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		switch rep.State {
 		case "clean":
 			atomic.StoreUint64(f.words.Disk, old.MemSeqnum)
-		case "unflushed":
+		case "unflushed", "interrupted":
 			// Our copy is durable once written, but the original was not
-			// clean: record that honestly as unflushed (dirty, same boot).
-			f.recordBoot()
-			atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
-			for i := range dir {
-				atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), ep)
+			// clean: mark every filter dirty. Unflushed records this boot
+			// (Condition Unflushed); interrupted, whose counters may be
+			// half-changed, records no boot at all, so Condition is Dirty
+			// and every filter needs a rebuild.
+			if rep.State == "unflushed" {
+				f.recordBoot()
 			}
-		case "interrupted":
-			// Counters may be half-changed: dirty with a boot id that is
-			// nobody's, so Condition is Dirty and every filter needs a rebuild.
 			atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
 			for i := range dir {
 				atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), ep)
