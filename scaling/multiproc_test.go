@@ -1720,15 +1720,14 @@ func mpChildOpen() error {
 }
 
 // TestMPOpenDuringFirstMark: a process opening a file while another,
-// live, process makes its first change must succeed. The first change moves
-// the phase clean→marking (compare-and-swap) and records the writer's boot id
-// a moment later (seqnum.MarkDirty calls onMark after the CAS). An Open in
-// between reads "marking" with the boot id of another (or no) boot and
-// refuses the file as Dirty ("the machine has restarted since"). TestMPKill9
-// met it when its writers still opened while others were writing. Here the
-// writer is held exactly at that point — MarkDirty with onMark pausing before
-// it records the boot id — while a child process opens; it is released after
-// 50 ms.
+// live, process makes its first change must succeed. The first change
+// records the writer's boot id and moves the phase clean→marking. When the
+// boot id was recorded after the compare-and-swap, an Open in between read
+// "marking" with the boot id of another (or no) boot and refused the file as
+// Dirty ("the machine has restarted since"); TestMPKill9 met it. Now
+// seqnum.MarkDirty calls onMark before the CAS. Here the writer is held in
+// onMark — exactly where the old order had the window — while a child
+// process opens; it is released after 50 ms.
 func TestMPOpenDuringFirstMark(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mark.dbl")

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
@@ -52,54 +51,22 @@ func (f *Filter) Condition() Condition {
 }
 
 func (f *Filter) condition() (Condition, string) {
-	var wait time.Time
-	for {
-		_, ph := f.words.Phase()
-		if ph == seqnum.Clean {
-			return Clean, "equal to the last flush"
-		}
-		var b [16]byte
-		binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(f.hotWord(header.BootIDOffset)))
-		binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(f.hotWord(header.BootIDOffset+8)))
-		if b == f.bootID {
-			break
-		}
-		// A writer moves the phase clean→marking and records its boot id
-		// just after (seqnum.MarkDirty's onMark). While another writer is
-		// alive, give it that moment before concluding that the machine
-		// restarted; a marker that died leaves the phase marking for good.
-		if ph == seqnum.Marking && f.otherWriterLive() {
-			if wait.IsZero() {
-				wait = time.Now()
-			}
-			if time.Since(wait) < seqnum.TakeoverAfter {
-				time.Sleep(50 * time.Microsecond)
-				continue
-			}
-		}
+	_, ph := f.words.Phase()
+	if ph == seqnum.Clean {
+		return Clean, "equal to the last flush"
+	}
+	// The boot identity is recorded before the phase leaves clean (see
+	// seqnum.MarkDirty), so a mark in progress never reads as another boot's.
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(f.hotWord(header.BootIDOffset)))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(f.hotWord(header.BootIDOffset+8)))
+	if b != f.bootID {
 		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
 	}
 	if n := f.deadInFlight(); n > 0 {
 		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short", n)
 	}
 	return Unflushed, "changed since the last flush, same boot: contents trustworthy"
-}
-
-// otherWriterLive reports whether a handle other than this one holds a
-// writer slot.
-func (f *Filter) otherWriterLive() bool {
-	if f.file == nil {
-		return false
-	}
-	for s := 0; s < header.NumSlots; s++ {
-		if s == f.slot {
-			continue
-		}
-		if held, err := f.file.Held(header.SlotOffset(s)); err == nil && held {
-			return true
-		}
-	}
-	return false
 }
 
 // deadInFlight counts in-flight records in slots that no live handle owns.

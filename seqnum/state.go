@@ -46,7 +46,7 @@ type Words struct {
 }
 
 // MarkDirty makes the phase Dirty and the filter's mark word equal to the
-// epoch, durably: onMark is called once when this writer starts a global
+// epoch, durably: onMark is called just before this writer tries to start a global
 // mark (to record the boot identity), sync is called after a mark is written
 // and before it is relied on. It returns the first sync error.
 func (w Words) MarkDirty(mark *uint64, onMark func(), sync func() error) error {
@@ -63,14 +63,19 @@ func (w Words) MarkDirty(mark *uint64, onMark func(), sync func() error) error {
 		ep, ph := Unpack(st)
 		switch ph {
 		case Clean, Flushing:
+			// Record the boot identity before the phase leaves clean, so a
+			// reader that sees Marking already sees this machine's boot and
+			// cannot mistake a mark in progress for one left by an earlier
+			// boot. Every writer on this machine records the same identity,
+			// so a marker that loses the race below wrote nothing wrong.
+			if onMark != nil {
+				onMark()
+			}
 			if !atomic.CompareAndSwapUint64(w.State, st, Pack(ep, Marking)) {
 				continue
 			}
 			atomic.StoreUint64(w.Disk, 0)
 			atomic.StoreUint64(mark, ep)
-			if onMark != nil {
-				onMark()
-			}
 			if err := sync(); err != nil {
 				// Leave the phase at Marking: nobody may rely on a mark that
 				// is not durable. Another writer takes over after the wait.
