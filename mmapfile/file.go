@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	mmap "github.com/edsrzf/mmap-go"
 	"golang.org/x/sys/unix"
@@ -34,7 +35,8 @@ type File struct {
 	m        mmap.MMap // the whole reservation
 	size     int64
 	readOnly bool
-	closed   bool
+	closed   bool // Detach or Close: no more file access
+	detached bool // Detach replaced the mapping; Close still unmaps it
 	fp       *Failpoints
 }
 
@@ -296,22 +298,67 @@ func (mf *File) fsync() error {
 	return nil
 }
 
-// Close unmaps and closes the file. It is idempotent.
-func (mf *File) Close() error {
+// Detach closes the file (releasing its locks) but keeps the addresses of
+// the mapping valid: the mapped pages are replaced, in one step, by
+// read-only zero pages (anonymous memory, no file behind them), and the
+// rest of the reservation by inaccessible ones. A reader still holding a
+// slice of the mapping reads zeros instead of faulting; Close returns the
+// address range to the system, so call it only once no such slice is in use.
+// After Detach, every other method returns ErrClosed. Idempotent.
+func (mf *File) Detach() error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
 	if mf.closed {
 		return nil
 	}
-	mf.closed = true
+	mf.closed, mf.detached = true, true
+	var err error
+	if len(mf.m) > 0 {
+		used := min((mf.size+PageSize()-1)/PageSize()*PageSize(), int64(len(mf.m)))
+		err = replace(mf.m[:used], unix.PROT_READ)
+		if rest := mf.m[used:]; err == nil && len(rest) > 0 {
+			err = replace(rest, unix.PROT_NONE)
+		}
+		if err != nil {
+			// The file stays mapped (readers keep reading it) until Close.
+			err = fmt.Errorf("detach %s: %w", mf.path, err)
+		}
+	}
+	if cerr := mf.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replace maps anonymous pages with protection prot over b in place
+// (MAP_FIXED replaces the old mapping atomically: no thread can see the
+// range unmapped).
+func replace(b []byte, prot int) error {
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), prot,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
+	return err
+}
+
+// Close unmaps and closes the file. It is idempotent. Every slice handed out
+// must be out of use (see Detach for a file whose readers cannot be waited
+// for).
+func (mf *File) Close() error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed && !mf.detached {
+		return nil
+	}
 	var err error
 	if mf.m != nil {
 		err = mf.m.Unmap()
 		mf.m = nil
 	}
-	if cerr := mf.f.Close(); err == nil {
-		err = cerr
+	if !mf.closed {
+		if cerr := mf.f.Close(); err == nil {
+			err = cerr
+		}
 	}
+	mf.closed, mf.detached = true, false
 	return err
 }
 

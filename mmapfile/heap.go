@@ -98,6 +98,9 @@ func (h *Heap) Sync(off, n int64) error {
 	return nil
 }
 
+// Detach is Close: slices handed out stay valid (they are ordinary memory).
+func (h *Heap) Detach() error { return h.Close() }
+
 func (h *Heap) Close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -24,6 +24,14 @@ type Region interface {
 	Close() error
 }
 
+// Detacher is a Region whose backing can be released while slices of it
+// are still being read (File and Heap implement it): after Detach those
+// slices stay readable (a File's read as zeros) until Close.
+type Detacher interface {
+	Region
+	Detach() error
+}
+
 // Errors.
 var (
 	ErrExists      = errors.New("mmapfile: file exists")

@@ -1,6 +1,10 @@
 package scaling
 
-import "github.com/dablooms/dablooms/counting4"
+import (
+	"runtime"
+
+	"github.com/dablooms/dablooms/counting4"
+)
 
 // batchGroup is how many keys a batch lookup keeps in flight: enough to
 // overlap the cache misses of a group, few enough for the probes to stay in
@@ -23,21 +27,14 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		panic("dablooms: ContainsBatch: out is shorter than keys")
 	}
 	out = out[:len(keys)]
-	c := f.chain.Load()
-	if c == nil {
-		clear(out)
-		return
-	}
-	g, err := f.enter(uint64(len(keys)))
+	// No registration with the Filter: holding the chain keeps the mapping
+	// (see mapKeep).
+	c, err := f.current()
 	if err != nil {
 		clear(out)
 		return
 	}
-	defer g.n.Add(-1)
-	if c, err = f.current(); err != nil {
-		clear(out)
-		return
-	}
+	defer runtime.KeepAlive(c)
 	if len(c.f) > batchFilters {
 		for i, k := range keys {
 			out[i] = containsIn(c, f.hash(c, k))

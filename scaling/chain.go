@@ -11,8 +11,8 @@ import (
 // chain is an immutable snapshot of the filters; a growth publishes a new one.
 type chain struct {
 	f         []*member
-	hasMurmur bool // some filter uses the original's hash
-	hasNative bool
+	hasMurmur bool     // some filter uses the original's hash
+	keep      *mapKeep // keeps the mapping while the chain is in use
 }
 
 type member struct {
@@ -27,7 +27,7 @@ type member struct {
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
-	c := &chain{}
+	c := &chain{keep: f.keep}
 	old := f.chain.Load()
 	for i, d := range m.Filters {
 		if old != nil && i < len(old.f) {
@@ -63,6 +63,9 @@ func (f *Filter) loadChain(m *header.Meta) error {
 // process has published since.
 func (f *Filter) current() (*chain, error) {
 	c := f.chain.Load()
+	if c == nil {
+		return nil, ErrClosed
+	}
 	if atomic.LoadUint64(f.published) > uint64(len(c.f)) {
 		if err := f.refresh(); err != nil {
 			return nil, err
@@ -75,7 +78,11 @@ func (f *Filter) current() (*chain, error) {
 func (f *Filter) refresh() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if atomic.LoadUint64(f.published) <= uint64(len(f.chain.Load().f)) {
+	c := f.chain.Load()
+	if c == nil {
+		return ErrClosed
+	}
+	if atomic.LoadUint64(f.published) <= uint64(len(c.f)) {
 		return nil
 	}
 	m, err := f.readMeta()

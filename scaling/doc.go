@@ -111,6 +111,14 @@
 // the atomics do not cross machines) unless AllowNetworkFS is set. Every lock
 // wait is bounded by LockTimeout (default 10 s).
 //
+// Close may run concurrently with other methods. It waits for the Add,
+// Remove, Flush and Stats calls in progress; lookups (Contains,
+// ContainsBatch) take no lock and register nowhere — an atomic
+// read-modify-write per lookup would serialise their cache misses — so a
+// lookup racing Close may report false, and the mapping's pages are replaced
+// by zero pages at Close and unmapped only once the garbage collector finds
+// no lookup still holding them: a lookup never faults because of Close.
+//
 // A file must not be truncated while open; a mapping of a truncated file
 // faults. Open validates the file under a fault guard and returns an error;
 // operations on an already open handle do not.

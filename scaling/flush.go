@@ -29,6 +29,9 @@ func (f *Filter) Flush() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.chain.Load() == nil { // closed while waiting for the lock
+		return ErrClosed
+	}
 	if f.file != nil {
 		// One flush at a time per file, across handles and processes:
 		// EndFlush cannot tell another flush's Flushing state from its own.
@@ -85,9 +88,11 @@ func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 // MemSeqnum returns mem_seqnum: the number of modifications completed on the
 // file by every handle, or 0 while one is in progress or was interrupted.
 func (f *Filter) MemSeqnum() uint64 {
-	if f.closed.Load() {
+	g, err := f.enter(0)
+	if err != nil {
 		return 0
 	}
+	defer g.n.Add(-1)
 	mem, busy := f.recordTotals()
 	return seqnum.Mem([]uint64{mem}, busy)
 }
@@ -95,8 +100,10 @@ func (f *Filter) MemSeqnum() uint64 {
 // DiskSeqnum returns disk_seqnum: the mem_seqnum at the last durable Flush
 // that marked the file clean, or 0 if it has changed since.
 func (f *Filter) DiskSeqnum() uint64 {
-	if f.closed.Load() {
+	g, err := f.enter(1)
+	if err != nil {
 		return 0
 	}
+	defer g.n.Add(-1)
 	return f.words.DiskSeqnum()
 }

@@ -3,6 +3,7 @@ package scaling
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -59,22 +60,23 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 
 // Contains reports whether key may have been added (and not removed): true
 // for every key added and not removed, and for a small fraction of others
-// (the false-positive rate). It asks every filter and never writes.
+// (the false-positive rate). It asks every filter and never writes. After
+// Close it reports false.
 func (f *Filter) Contains(key []byte) bool {
+	// No atomic read-modify-write here (see mapKeep): holding the chain
+	// keeps the mapping alive.
 	c := f.chain.Load()
 	if c == nil {
 		return false
 	}
 	h := f.hash(c, key)
-	g, err := f.enter(h.native)
+	c, err := f.current()
 	if err != nil {
 		return false
 	}
-	defer g.n.Add(-1)
-	if c, err = f.current(); err != nil {
-		return false
-	}
-	return containsIn(c, h)
+	found := containsIn(c, h)
+	runtime.KeepAlive(c)
+	return found
 }
 
 func containsIn(c *chain, h hashes) bool {
@@ -132,6 +134,9 @@ func (f *Filter) modify(key []byte, id uint64, op uint64) error {
 		return ErrReadOnly
 	}
 	c := f.chain.Load()
+	if c == nil {
+		return ErrClosed
+	}
 	h := f.hash(c, key)
 	g, err := f.enter(h.native)
 	if err != nil {

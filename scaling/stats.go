@@ -44,8 +44,14 @@ func (c Condition) String() string {
 	return fmt.Sprintf("condition(%d)", int(c))
 }
 
-// Condition returns the file's condition as seen now.
+// Condition returns the file's condition as seen now (Dirty after Close:
+// a closed handle can no longer vouch for the file).
 func (f *Filter) Condition() Condition {
+	g, err := f.enter(2)
+	if err != nil {
+		return Dirty // closed: this handle can no longer vouch for the file
+	}
+	defer g.n.Add(-1)
 	c, _ := f.condition()
 	return c
 }
@@ -144,12 +150,14 @@ type Stats struct {
 
 // Stats returns a snapshot of the store's numbers.
 func (f *Filter) Stats() Stats {
-	if f.closed.Load() {
+	g, err := f.enter(3)
+	if err != nil {
 		return Stats{}
 	}
+	defer g.n.Add(-1)
 	c, err := f.current()
 	if err != nil {
-		c = f.chain.Load()
+		c = f.chain.Load() // a newer directory could not be read: show what we have
 	}
 	ep, ph := f.words.Phase()
 	s := Stats{

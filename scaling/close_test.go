@@ -1,0 +1,179 @@
+package scaling
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+const closeRaceEnv = "DABLOOMS_CLOSE_RACE_UNMAP"
+
+// TestCloseDuringLookups closes file-backed filters while goroutines keep
+// looking keys up (Contains, ContainsBatch, Stats, MemSeqnum, Condition).
+// Lookups take no lock and do no atomic read-modify-write, so Close cannot
+// wait for them: the mapping must stay readable until the last of them has
+// returned. A fault here kills the test binary. Afterwards every lookup
+// reports false and, once the readers are gone, the garbage collector's
+// cleanup returns the address range to the system.
+//
+// The negative control runs the same loop in a child process with Close
+// unmapping at once (unmapAtClose): the child must die of a memory fault,
+// which shows the loop does reach lookups racing Close.
+func TestCloseDuringLookups(t *testing.T) {
+	if os.Getenv(closeRaceEnv) == "1" {
+		unmapAtClose = true
+		closeRace(t, 200)
+		t.Fatal("negative control: no lookup faulted although Close unmapped at once")
+	}
+	addr := closeRace(t, 20)
+	// The readers have returned and nothing references the chains: the
+	// cleanup unmaps the range.
+	deadline := time.Now().Add(5 * time.Second)
+	for mapped(t, addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("address %#x still mapped 5 s after Close", addr)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if testing.Short() {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCloseDuringLookups$", "-test.count=1")
+	cmd.Env = append(os.Environ(), closeRaceEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("negative control: child passed, want a fault:\n%s", out)
+	}
+	if s := string(out); !strings.Contains(s, "unexpected fault address") && !strings.Contains(s, "SIGSEGV") {
+		t.Fatalf("negative control: child failed without a fault (%v):\n%s", err, lastLines(s, 20))
+	}
+}
+
+// closeRace runs rounds of: create a filter, start readers, close it while
+// they run, check that lookups then report false. It returns the address
+// of the last round's counters.
+func closeRace(t *testing.T, rounds int) uintptr {
+	const n = 20000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = t2Key(nil, "key-", i)
+	}
+	var addr uintptr
+	for round := 0; round < rounds; round++ {
+		f, err := Create(filepath.Join(t.TempDir(), "close.dbl"), &Options{Capacity: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range keys {
+			if err := f.Add(k, uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		addr = uintptr(unsafe.Pointer(&f.chain.Load().f[0].cf.Words()[0]))
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		var falseBeforeClose atomic.Int64
+		closed := make(chan struct{})
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out := make([]bool, 64)
+				for i := g; !stop.Load(); i++ {
+					isClosed := false
+					select {
+					case <-closed:
+						isClosed = true
+					default:
+					}
+					ok := f.Contains(keys[i%n])
+					switch g {
+					case 1:
+						lo := i % (n - 64)
+						f.ContainsBatch(keys[lo:lo+64], out)
+					case 2:
+						_ = f.Stats()
+						_ = f.MemSeqnum() + f.DiskSeqnum()
+						_ = f.Condition()
+					}
+					if !ok && !isClosed && !f.closed.Load() {
+						falseBeforeClose.Add(1)
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Duration(1+round%3) * time.Millisecond)
+		if err := f.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		close(closed)
+		time.Sleep(time.Millisecond)
+		stop.Store(true)
+		wg.Wait()
+		if c := falseBeforeClose.Load(); c != 0 {
+			t.Fatalf("round %d: %d lookups of added keys reported false before Close", round, c)
+		}
+		out := make([]bool, 3)
+		f.ContainsBatch(keys[:3], out)
+		if f.Contains(keys[0]) || out[0] || out[1] || out[2] {
+			t.Fatalf("round %d: lookup after Close reported true", round)
+		}
+		if f.Condition() != Dirty || f.MemSeqnum() != 0 || f.Stats().FileSize != 0 {
+			t.Fatalf("round %d: after Close: condition %v, mem_seqnum %d, stats %+v", round, f.Condition(), f.MemSeqnum(), f.Stats())
+		}
+		if err := f.Add(keys[0], 1); err != ErrClosed {
+			t.Fatalf("round %d: Add after Close: %v, want ErrClosed", round, err)
+		}
+		if err := f.Flush(); err != ErrClosed {
+			t.Fatalf("round %d: Flush after Close: %v, want ErrClosed", round, err)
+		}
+	}
+	return addr
+}
+
+// mapped reports whether addr lies in a mapping of this process.
+func mapped(t *testing.T, addr uintptr) bool {
+	t.Helper()
+	fd, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	sc := bufio.NewScanner(fd)
+	for sc.Scan() {
+		r, _, _ := strings.Cut(sc.Text(), " ")
+		lo, hi, _ := strings.Cut(r, "-")
+		a, err1 := strconv.ParseUint(lo, 16, 64)
+		b, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("parsing /proc/self/maps line %q", sc.Text())
+		}
+		if uint64(addr) >= a && uint64(addr) < b {
+			return true
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return fmt.Sprint(strings.Join(l, "\n"))
+}
