@@ -4,7 +4,18 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
+
+// digestHashKey is the reference for HashKey: cespare/xxhash's seeded
+// Digest. HashKey must give the same value for every key and seed.
+func digestHashKey(seed uint64, key []byte) uint64 {
+	var d xxhash.Digest
+	d.ResetWithSeed(seed)
+	d.Write(key)
+	return d.Sum64()
+}
 
 // hashTestBytes is a deterministic test input: byte i is i*7+3.
 func hashTestBytes(n int) []byte {
@@ -18,7 +29,7 @@ func hashTestBytes(n int) []byte {
 // TestHashKeyVectors pins XXH64 values computed with the reference C
 // implementation (libxxhash 0.8.1, XXH64(buf, len, seed)), on prefixes of
 // hashTestBytes(300), at every boundary of the algorithm (4, 8, 32 bytes).
-// Both HashKey and hashKeyFast must give them.
+// Both HashKey and the Digest must give them.
 func TestHashKeyVectors(t *testing.T) {
 	const s = 0x9e3779b97f4a7c15
 	buf := hashTestBytes(300)
@@ -46,11 +57,11 @@ func TestHashKeyVectors(t *testing.T) {
 		{255, 0, 0x39ae55a29989206f}, {255, s, 0x8310ff6a20cadfad},
 	} {
 		key := buf[:v.n]
+		if got := digestHashKey(v.seed, key); got != v.want {
+			t.Errorf("digestHashKey(%#x, %d bytes) = %#x, want %#x", v.seed, v.n, got, v.want)
+		}
 		if got := HashKey(v.seed, key); got != v.want {
 			t.Errorf("HashKey(%#x, %d bytes) = %#x, want %#x", v.seed, v.n, got, v.want)
-		}
-		if got := hashKeyFast(v.seed, key); got != v.want {
-			t.Errorf("hashKeyFast(%#x, %d bytes) = %#x, want %#x", v.seed, v.n, got, v.want)
 		}
 	}
 	for _, v := range []struct {
@@ -61,20 +72,20 @@ func TestHashKeyVectors(t *testing.T) {
 		{"abc", 0, 0x44bc2cf5ad770999},
 		{"key-000000123456", 123, 0xc658de574dbb2b1b},
 	} {
+		if got := digestHashKey(v.seed, []byte(v.key)); got != v.want {
+			t.Errorf("digestHashKey(%d, %q) = %#x, want %#x", v.seed, v.key, got, v.want)
+		}
 		if got := HashKey(v.seed, []byte(v.key)); got != v.want {
 			t.Errorf("HashKey(%d, %q) = %#x, want %#x", v.seed, v.key, got, v.want)
-		}
-		if got := hashKeyFast(v.seed, []byte(v.key)); got != v.want {
-			t.Errorf("hashKeyFast(%d, %q) = %#x, want %#x", v.seed, v.key, got, v.want)
 		}
 	}
 }
 
-// TestHashKeyFastMatchesHashKey compares hashKeyFast with HashKey (the
+// TestHashKeyMatchesDigest compares HashKey with digestHashKey (the
 // cespare/xxhash Digest) for every length 0..300, random contents, random
 // seeds plus the edge seeds, and keys at every offset within a word (a
 // subslice that does not start on an 8-byte boundary).
-func TestHashKeyFastMatchesHashKey(t *testing.T) {
+func TestHashKeyMatchesDigest(t *testing.T) {
 	r := rand.New(rand.NewPCG(0x5eed, 0xfa57))
 	buf := make([]byte, 300+8)
 	seeds := []uint64{0, 1, xxPrime1, ^uint64(0), 0x97c29b3a}
@@ -89,17 +100,17 @@ func TestHashKeyFastMatchesHashKey(t *testing.T) {
 				if j < len(seeds) {
 					seed = seeds[j]
 				}
-				if got, want := hashKeyFast(seed, key), HashKey(seed, key); got != want {
-					t.Fatalf("len %d offset %d seed %#x: hashKeyFast %#x, HashKey %#x", n, off, seed, got, want)
+				if got, want := HashKey(seed, key), digestHashKey(seed, key); got != want {
+					t.Fatalf("len %d offset %d seed %#x: HashKey %#x, Digest %#x", n, off, seed, got, want)
 				}
 			}
 		}
 	}
 }
 
-// TestHashKeyFastRandom compares the two on random lengths (up to 4 KiB,
+// TestHashKeyMatchesDigestRandom compares the two on random lengths (up to 4 KiB,
 // many 32-byte stripes) and seeds.
-func TestHashKeyFastRandom(t *testing.T) {
+func TestHashKeyMatchesDigestRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	rounds := 20000
 	if testing.Short() {
@@ -117,47 +128,35 @@ func TestHashKeyFastRandom(t *testing.T) {
 		off := r.IntN(len(buf) - n + 1)
 		key := buf[off : off+n]
 		seed := r.Uint64()
-		if got, want := hashKeyFast(seed, key), HashKey(seed, key); got != want {
-			t.Fatalf("len %d seed %#x: hashKeyFast %#x, HashKey %#x", n, seed, got, want)
+		if got, want := HashKey(seed, key), digestHashKey(seed, key); got != want {
+			t.Fatalf("len %d seed %#x: HashKey %#x, Digest %#x", n, seed, got, want)
 		}
 	}
 }
 
-func TestHashKeyFastAllocs(t *testing.T) {
+func TestHashKeyAllocs(t *testing.T) {
 	key := []byte("key-000000123456")
-	if a := testing.AllocsPerRun(100, func() { sinkFloor += hashKeyFast(1, key) }); a != 0 {
-		t.Errorf("hashKeyFast allocates %v times per call", a)
+	if a := testing.AllocsPerRun(100, func() { sinkFloor += HashKey(1, key) }); a != 0 {
+		t.Errorf("HashKey allocates %v times per call", a)
 	}
 }
 
-// FuzzHashKeyFast: hashKeyFast equals HashKey (the cespare/xxhash Digest)
+// FuzzHashKey: HashKey equals digestHashKey (the cespare/xxhash Digest)
 // for any key and seed.
-func FuzzHashKeyFast(f *testing.F) {
+func FuzzHashKey(f *testing.F) {
 	f.Add(uint64(0), []byte{})
 	f.Add(uint64(0x97c29b3a), []byte("key-000000123456"))
 	f.Add(^uint64(0), hashTestBytes(31))
 	f.Add(uint64(1), hashTestBytes(32))
 	f.Add(xxPrime1, hashTestBytes(100))
 	f.Fuzz(func(t *testing.T, seed uint64, key []byte) {
-		if got, want := hashKeyFast(seed, key), HashKey(seed, key); got != want {
-			t.Fatalf("len %d seed %#x: hashKeyFast %#x, HashKey %#x", len(key), seed, got, want)
+		if got, want := HashKey(seed, key), digestHashKey(seed, key); got != want {
+			t.Fatalf("len %d seed %#x: HashKey %#x, Digest %#x", len(key), seed, got, want)
 		}
 	})
 }
 
-// BenchmarkHashKeyFast is the cost of hashKeyFast on the 16-byte key of
-// BenchmarkHashKey.
-func BenchmarkHashKeyFast(b *testing.B) {
-	key := []byte("key-000000123456")
-	b.ReportAllocs()
-	var s uint64
-	for i := 0; i < b.N; i++ {
-		s += hashKeyFast(uint64(i), key)
-	}
-	sinkFloor = s
-}
-
-// BenchmarkHashKeyLen compares HashKey (the Digest) with hashKeyFast on keys
+// BenchmarkHashKeyLen compares the Digest with HashKey on keys
 // of typical lengths. Each calls its function directly, as
 // BenchmarkHashKey does: a call through a func value would add its own cost.
 func BenchmarkHashKeyLen(b *testing.B) {
@@ -167,7 +166,7 @@ func BenchmarkHashKeyLen(b *testing.B) {
 			b.ReportAllocs()
 			var s uint64
 			for i := 0; i < b.N; i++ {
-				s += HashKey(uint64(i), key)
+				s += digestHashKey(uint64(i), key)
 			}
 			sinkFloor = s
 		})
@@ -175,7 +174,7 @@ func BenchmarkHashKeyLen(b *testing.B) {
 			b.ReportAllocs()
 			var s uint64
 			for i := 0; i < b.N; i++ {
-				s += hashKeyFast(uint64(i), key)
+				s += HashKey(uint64(i), key)
 			}
 			sinkFloor = s
 		})

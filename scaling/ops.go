@@ -8,7 +8,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/seqnum"
@@ -17,15 +16,6 @@ import (
 
 // MurmurSeed is the seed of the original dablooms' MurmurHash3.
 const MurmurSeed = 0x97c29b3a
-
-// HashKey is the native key hash of a file with the given seed: xxhash64 of
-// the key with the seed. It is part of the file format.
-func HashKey(seed uint64, key []byte) uint64 {
-	var d xxhash.Digest
-	d.ResetWithSeed(seed)
-	d.Write(key)
-	return d.Sum64()
-}
 
 // HashKeyOriginal is the original dablooms' key hash: the first 64-bit word
 // of MurmurHash3 x64/128 with seed 0x97c29b3a.
