@@ -11,6 +11,13 @@
 // when the process dies, and are not dropped when another descriptor of the
 // same file is closed (as classic POSIX locks are).
 //
+// Detach closes the file but leaves the addresses readable (zero pages) for
+// readers that cannot be waited for; the address range is returned by Close,
+// which the caller runs once those readers are gone (scaling does it from a
+// garbage-collector cleanup). A mapping that fails for want of address
+// space is retried after a collection, so such pending ranges never make an
+// Open fail.
+//
 // Memory mapped from a file is invisible to the race detector; Heap gives the
 // same interface over ordinary memory so concurrency tests can run under -race.
 package mmapfile

@@ -6,8 +6,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 	"unsafe"
 
 	mmap "github.com/edsrzf/mmap-go"
@@ -131,6 +133,15 @@ func (mf *File) mapIt(reserve int64) error {
 		prot = mmap.RDONLY
 	}
 	m, err := mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
+	for wait := time.Millisecond; errors.Is(err, unix.ENOMEM) && retryMapAfterGC && wait < time.Second; wait *= 2 {
+		// Detached Files keep their address range until their last reader
+		// is garbage (see Detach); a program that opens and closes many
+		// files between collections can run out of address space or of
+		// mappings. Collect, give the cleanups a moment, try again.
+		runtime.GC()
+		time.Sleep(wait)
+		m, err = mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
+	}
 	if err != nil {
 		return fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
 	}
@@ -140,6 +151,10 @@ func (mf *File) mapIt(reserve int64) error {
 	_ = unix.Madvise(m, unix.MADV_RANDOM)
 	return nil
 }
+
+// retryMapAfterGC: a mapping that fails for want of address space is retried
+// after garbage collections (tests turn it off for a negative control).
+var retryMapAfterGC = true
 
 // PageSize is the operating system's page size.
 func PageSize() int64 { return int64(os.Getpagesize()) }
