@@ -58,7 +58,9 @@ func BenchmarkLayoutContainsLarge(b *testing.B) {
 }
 
 // TestContainsProbeMatchesContains: the lazy probe answers exactly as
-// Contains for every layout, on present and absent keys.
+// Contains and as the per-counter definition over Positions (which Contains
+// of the blocked layouts no longer uses) for every layout, on present and
+// absent keys.
 func TestContainsProbeMatchesContains(t *testing.T) {
 	for _, l := range []Layout{Blocked512, Blocked1024, Classic, Partitioned} {
 		c, k, err := l.Size(2000, 0.01)
@@ -74,8 +76,12 @@ func TestContainsProbeMatchesContains(t *testing.T) {
 		for i := 0; i < 20000; i++ {
 			h := s.next()
 			p := f.Prepare(h)
-			if got, want := f.ContainsProbe(p), f.Contains(h); got != want {
-				t.Fatalf("%v key %d: ContainsProbe %v, Contains %v", l, i, got, want)
+			want := containsRef(f, h)
+			if got := f.ContainsProbe(p); got != want {
+				t.Fatalf("%v key %d: ContainsProbe %v, per-counter %v", l, i, got, want)
+			}
+			if got := f.Contains(h); got != want {
+				t.Fatalf("%v key %d: Contains %v, per-counter %v", l, i, got, want)
 			}
 			if i < 2000 && !f.ContainsProbe(p) {
 				t.Fatalf("%v: added key %d not found", l, i)

@@ -69,10 +69,9 @@ func Salt(filter int) uint64 { return uint64(filter+1) * golden }
 // the file format.
 func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 	switch l {
-	case Blocked512:
-		blockedPositions(h, counters, k, pos, BlockCounters, 7, 9)
-	case Blocked1024:
-		blockedPositions(h, counters, k, pos, BlockCounters1024, 8, 8)
+	case Blocked512, Blocked1024:
+		w, per := l.chunks()
+		blockedPositions(h, counters, k, pos, w, per)
 	case Classic:
 		h1 := fmix64(h)
 		h2 := fmix64(h1^golden) | 1
@@ -95,24 +94,44 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 	}
 }
 
-// blockedPositions places k positions in one block of b counters: the block
-// is fastrange(g, blocks) with g = fmix64(h); the positions are w-bit chunks
-// of s = fmix64(g ^ golden), re-mixed (s = fmix64(s ^ golden)) every per
-// positions.
-func blockedPositions(h, counters uint64, k int, pos []uint64, b uint64, w uint, per int) {
-	g := fmix64(h)
-	base, _ := bits.Mul64(g, counters/b)
-	base *= b
-	s := fmix64(g ^ golden)
-	x := s
-	for j := 0; j < k; j++ {
-		if j > 0 && j%per == 0 {
-			s = fmix64(s ^ golden) // re-mix the state, not the spent x
-			x = s
+// blockedPositions places k positions in one block of 2^w counters (w is 7
+// for Blocked512, 8 for Blocked1024): the block is fastrange(g, blocks) with
+// g = fmix64(h); the positions are w-bit chunks of s = fmix64(g ^ golden),
+// re-mixed (s = fmix64(s ^ golden)) every per positions. ContainsProbe walks
+// the same positions (containsBlock).
+func blockedPositions(h, counters uint64, k int, pos []uint64, w uint, per int) {
+	base, s := blockStart(h, counters, w)
+	for j := 0; ; s = fmix64(s ^ golden) { // re-mix the state, not the spent x
+		x := s
+		for end := min(j+per, k); j < end; j++ {
+			pos[j] = base + x&(1<<w-1)
+			x >>= w
 		}
-		pos[j] = base + x&(b-1)
-		x >>= w
+		if j >= k {
+			return
+		}
 	}
+}
+
+// blockStart returns the first counter of h's block of 2^w counters and the
+// position state s (see blockedPositions).
+func blockStart(h, counters uint64, w uint) (base, s uint64) {
+	g := fmix64(h)
+	base, _ = bits.Mul64(g, counters>>w)
+	return base << w, fmix64(g ^ golden)
+}
+
+// chunks returns a blocked layout's position width w (a block holds 2^w
+// counters) and the positions per state (see blockedPositions); 0, 0 for the
+// others.
+func (l Layout) chunks() (w uint, per int) {
+	switch l {
+	case Blocked512:
+		return 7, 9
+	case Blocked1024:
+		return 8, 8
+	}
+	return 0, 0
 }
 
 // blockSize returns the counters per block of a blocked layout, or 0.
