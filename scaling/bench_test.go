@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -164,6 +165,35 @@ func BenchmarkAdd(b *testing.B) {
 			b.ReportMetric(float64(len(f.Stats().Filters)), "filters")
 		})
 	}
+}
+
+// BenchmarkRMWFloor is the floor an Add is compared with: one atomic
+// read-modify-write (a lock-prefixed add, as a counter CAS is) on a random
+// word of a 100 MB array, the addresses known in advance. A locked
+// instruction waits for its line and keeps later loads from passing it, so
+// unlike plain loads (BenchmarkLoadFloor/independent) these do not overlap.
+// "plain" is the same update without the lock prefix, for comparison.
+func BenchmarkRMWFloor(b *testing.B) {
+	const words = 100 << 20 / 8
+	mem := make([]uint64, words)
+	rng := rand.New(rand.NewPCG(3, 4))
+	idx := make([]uint64, 1<<20)
+	for i := range idx {
+		idx[i] = rng.Uint64N(words)
+	}
+	for i := range mem { // fault the pages in first
+		mem[i] = uint64(i)
+	}
+	b.Run("atomic", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			atomic.AddUint64(&mem[idx[i&(len(idx)-1)]], 1)
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			mem[idx[i&(len(idx)-1)]]++
+		}
+	})
 }
 
 // BenchmarkContainsPresent asks for added keys in shuffled order.
