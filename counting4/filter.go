@@ -345,8 +345,9 @@ func (f *Filter) TouchProbe(p Probe) uint64 {
 }
 
 // ContainsProbe is Contains for a prepared probe. For the blocked layouts it
-// derives each position as it goes (the same positions as Positions) and
-// stops at the first zero counter.
+// derives each position as it goes (the same positions as Positions) within
+// the probe's block, testing the positions of one state word (8 or 9) without
+// a branch per position.
 func (f *Filter) ContainsProbe(p Probe) bool {
 	switch f.layout {
 	case Blocked512:
