@@ -157,10 +157,15 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				return err
 			}
 		} else {
+			// Start the miss of the key's block now: the bookkeeping below
+			// (record, dirty mark, id range) overlaps it, where a load would
+			// hold up the locked instructions that follow.
+			kh := m.keyHash(h)
+			m.cf.PrefetchProbe(m.cf.Prepare(kh))
 			// The record is published before the state word is read (the
 			// flush protocol's half of a Dekker handshake: a flush that froze
 			// writers then sees this operation in flight).
-			r = f.claimRecord(m.keyHash(h), header.OpAdd, m.idx)
+			r = f.claimRecord(kh, header.OpAdd, m.idx)
 			if err := f.ensureDirty(m); err != nil {
 				r.finish(false)
 				return err
