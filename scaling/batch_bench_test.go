@@ -16,27 +16,33 @@ func BenchmarkContainsBatch(b *testing.B) {
 		for _, order := range []string{"shuffled", "inorder"} {
 			b.Run(c.name+"/"+order, func(b *testing.B) {
 				f, keys := t2GetBuilt(b, c)
-				const group = 256
-				batch := make([][]byte, group)
-				out := make([]bool, group)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i += group {
-					for j := range batch {
-						k := (i + j) % c.size
-						if order == "shuffled" {
-							k = int(keys.perm[k])
-						}
-						batch[j] = keys.key(k)
-					}
-					f.ContainsBatch(batch, out)
-					for j := range out {
-						if !out[j] {
-							b.Fatal("false negative")
-						}
-					}
-				}
+				benchBatch(b, f, keys, c.size, order == "shuffled")
 			})
+		}
+	}
+}
+
+// benchBatch looks keys [0, n) up in batches of 256, in memory order or
+// shuffled, and fails on a false negative.
+func benchBatch(b *testing.B, f *Filter, keys *t2BenchKeys, n int, shuffled bool) {
+	const group = 256
+	batch := make([][]byte, group)
+	out := make([]bool, group)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += group {
+		for j := range batch {
+			k := (i + j) % n
+			if shuffled {
+				k = int(keys.perm[k])
+			}
+			batch[j] = keys.key(k)
+		}
+		f.ContainsBatch(batch, out)
+		for j := range out {
+			if !out[j] {
+				b.Fatal("false negative")
+			}
 		}
 	}
 }

@@ -57,26 +57,7 @@ func BenchmarkContainsBatchLayout(b *testing.B) {
 			name := fmt.Sprintf("%v/%s/%s", c.layout, sizeName(c.size), order)
 			b.Run(name, func(b *testing.B) {
 				f, keys := batchGetBuilt(b, c)
-				const group = 256
-				batch := make([][]byte, group)
-				out := make([]bool, group)
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i += group {
-					for j := range batch {
-						k := (i + j) % c.size
-						if order == "shuffled" {
-							k = int(keys.perm[k])
-						}
-						batch[j] = keys.key(k)
-					}
-					f.ContainsBatch(batch, out)
-					for j := range out {
-						if !out[j] {
-							b.Fatal("false negative")
-						}
-					}
-				}
+				benchBatch(b, f, keys, c.size, order == "shuffled")
 			})
 		}
 	}
