@@ -65,19 +65,6 @@ func (f *Filter) Contains(h uint64) bool {
 	return f.ContainsAt(pos[:f.k])
 }
 
-// Touch loads the word holding the key's first counter and returns it: used
-// to start the cache misses of several filters before any of them is tested.
-func (f *Filter) Touch(h uint64) uint64 {
-	var pos [1]uint64
-	if f.layout == Partitioned {
-		// The first partition has counters/k counters.
-		pos[0] = uint64(uint32(h) % uint32(f.counters/uint64(f.k)))
-	} else {
-		f.layout.Positions(h, f.counters, 1, pos[:])
-	}
-	return atomic.LoadUint64(&f.words[pos[0]>>4])
-}
-
 // ContainsAt reports whether all counters at pos are non-zero.
 func (f *Filter) ContainsAt(pos []uint64) bool {
 	w := f.words
@@ -329,19 +316,6 @@ func (f *Filter) Prepare(h uint64) Probe {
 		return Probe{h: h, base: base, s: s}
 	}
 	return Probe{h: h}
-}
-
-// TouchProbe loads the word of the probe's block (or first counter),
-// starting its cache miss: used to overlap the misses of several filters
-// before any is tested.
-func (f *Filter) TouchProbe(p Probe) uint64 {
-	switch f.layout.blockSize() {
-	case BlockCounters:
-		return atomic.LoadUint64(&f.words[p.base>>4])
-	case BlockCounters1024:
-		return atomic.LoadUint64(&f.words[p.base>>4]) | atomic.LoadUint64(&f.words[p.base>>4+8])
-	}
-	return f.Touch(p.h)
 }
 
 // ContainsProbe is Contains for a prepared probe. For the blocked layouts it

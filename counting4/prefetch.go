@@ -7,7 +7,7 @@ package counting4
 // up the instructions after it while the miss is pending. A batch lookup
 // prefetches a key's block some keys before it tests it, so that the misses
 // of many keys overlap each other and the hashing of the keys in between.
-// Elsewhere it loads the lines' first words, as TouchProbe does. It never
+// Elsewhere it loads the lines' first words. It never
 // changes the result of ContainsProbe.
 func (f *Filter) PrefetchProbe(p Probe) {
 	switch f.layout.blockSize() {

@@ -74,18 +74,19 @@ func containsIn(c *chain, h hashes) bool {
 		m := c.f[0]
 		return m.cf.ContainsProbe(m.cf.Prepare(m.keyHash(h)))
 	}
-	// Prepare every filter's probe and touch its block before testing any,
-	// so the cache misses of the chain overlap instead of following one
-	// another; then test newest first (recent keys are the likelier hits).
+	// Prepare every filter's probe and prefetch its block before testing
+	// any, so the cache misses of the chain overlap instead of following one
+	// another (a prefetch, unlike the load that was here, holds nothing up:
+	// 10-filter chain at 10M keys, present 916 -> 687-732 ns, absent 941 ->
+	// 771-907 ns); then test newest first (recent keys are the likelier hits).
 	var probes [header.MaxFilters]counting4.Probe
-	var sink uint64
 	for i, m := range c.f {
 		probes[i] = m.cf.Prepare(m.keyHash(h))
-		sink |= m.cf.TouchProbe(probes[i])
+		m.cf.PrefetchProbe(probes[i])
 	}
 	for i := len(c.f) - 1; i >= 0; i-- {
 		if c.f[i].cf.ContainsProbe(probes[i]) {
-			return sink|1 != 0
+			return true
 		}
 	}
 	return false
