@@ -38,13 +38,34 @@ var blobloomSyncSpec = spec{
 	concurrentRead:  true,
 }
 
-type blobloomSystem struct{ f *blobloom.Filter }
+// blobloom-big: a control, not a peer. blobloom with as many bytes per key
+// as this project's file at 1 % (sameSizeBitsPerKey), and the hash count
+// that Optimize picks for 1 %: the same lookup code over an array as large
+// as ours, to separate what the memory footprint costs from the rest.
+const sameSizeBitsPerKey = 60 // ≈ 7.5 bytes/key, ours-file's size
 
-func newBlobloom(c buildConfig) (system, error) {
-	return &blobloomSystem{f: blobloom.NewOptimized(blobloomConfig(c.n))}, nil
+var blobloomBigSpec = spec{
+	id:             "blobloom-big",
+	desc:           "control: blobloom with ours-file's footprint: New(60 bits × n, k of Optimize at 1 %)",
+	new:            newBlobloomBig,
+	concurrentRead: true,
 }
 
-func (s *blobloomSystem) name() string                   { return blobloomSpec.id }
+type blobloomSystem struct {
+	f  *blobloom.Filter
+	id string
+}
+
+func newBlobloom(c buildConfig) (system, error) {
+	return &blobloomSystem{f: blobloom.NewOptimized(blobloomConfig(c.n)), id: "blobloom"}, nil
+}
+
+func newBlobloomBig(c buildConfig) (system, error) {
+	_, k := blobloom.Optimize(blobloomConfig(c.n))
+	return &blobloomSystem{f: blobloom.New(uint64(c.n)*sameSizeBitsPerKey, k), id: "blobloom-big"}, nil
+}
+
+func (s *blobloomSystem) name() string                   { return s.id }
 func (s *blobloomSystem) add(key []byte, _ uint64) error { s.f.Add(xxhash.Sum64(key)); return nil }
 func (s *blobloomSystem) contains(key []byte) bool       { return s.f.Has(xxhash.Sum64(key)) }
 func (s *blobloomSystem) bytes() int64                   { return int64(s.f.NumBits() / 8) }

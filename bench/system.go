@@ -71,6 +71,7 @@ func allSpecs() []spec {
 		boomScalableSpec,
 		blobloomSpec,
 		blobloomSyncSpec,
+		blobloomBigSpec,
 		cuckooSpec,
 	}
 }
