@@ -314,9 +314,9 @@ func (mf *File) fsync() error {
 }
 
 // Detach closes the file (releasing its locks) but keeps the addresses of
-// the mapping valid: the mapped pages are replaced, in one step, by
-// read-only zero pages (anonymous memory, no file behind them), and the
-// rest of the reservation by inaccessible ones. A reader still holding a
+// the mapping valid: the whole reservation is replaced, in one step, by
+// read-only zero pages (anonymous memory, no file behind them, nothing
+// committed). A reader still holding a
 // slice of the mapping reads zeros instead of faulting; Close returns the
 // address range to the system, so call it only once no such slice is in use.
 // After Detach, every other method returns ErrClosed. Idempotent.
@@ -329,12 +329,9 @@ func (mf *File) Detach() error {
 	mf.closed, mf.detached = true, true
 	var err error
 	if len(mf.m) > 0 {
-		used := min((mf.size+PageSize()-1)/PageSize()*PageSize(), int64(len(mf.m)))
-		err = replace(mf.m[:used], unix.PROT_READ)
-		if rest := mf.m[used:]; err == nil && len(rest) > 0 {
-			err = replace(rest, unix.PROT_NONE)
-		}
-		if err != nil {
+		// The whole reservation: a slice may reach past the size this
+		// handle last saw (Bytes checks against the reservation).
+		if err = replace(mf.m, unix.PROT_READ); err != nil {
 			// The file stays mapped (readers keep reading it) until Close.
 			err = fmt.Errorf("detach %s: %w", mf.path, err)
 		}
