@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Filter is a counting Bloom filter over words it does not own. All methods
@@ -340,7 +341,9 @@ func (f *Filter) ContainsProbe(p Probe) bool {
 // bounds checks made lookups of present keys about 1.6 times as slow.
 func containsBlock[B [BlockCounters / 16]uint64 | [BlockCounters1024 / 16]uint64](blk *B, s uint64, k int) bool {
 	w, per := uint(8), 8
-	if len(*blk) == BlockCounters/16 {
+	// unsafe.Sizeof does not evaluate *blk (len(*blk) would read the whole
+	// block, non-atomically, in the generic code).
+	if unsafe.Sizeof(*blk) == BlockCounters/2 {
 		w, per = 7, 9
 	}
 	for j := 0; ; s = fmix64(s ^ golden) {
