@@ -3,6 +3,7 @@ package counting4
 import (
 	"fmt"
 	"testing"
+	"unsafe"
 )
 
 // TestContainsProbeEveryK: ContainsProbe answers as Contains for every k
@@ -95,5 +96,15 @@ func TestPrepareProbes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProbeLayoutForAssembly pins the Probe layout that prefetchProbes1/2
+// (prefetch_amd64.s, prefetch_arm64.s) read: base at byte 8, 24 bytes per
+// probe. A changed Probe would make them prefetch the wrong lines without
+// changing any answer, so only this test would notice.
+func TestProbeLayoutForAssembly(t *testing.T) {
+	if off, size := unsafe.Offsetof(Probe{}.base), unsafe.Sizeof(Probe{}); off != 8 || size != 24 {
+		t.Fatalf("Probe: base at %d, size %d; the assembly expects 8 and 24", off, size)
 	}
 }
