@@ -1,5 +1,7 @@
 package header
 
+import "strconv"
+
 // File-level constants. Offsets are in bytes from the start of the file.
 const (
 	// PageSize is the unit of alignment of every region in the file.
@@ -97,6 +99,18 @@ const (
 	HashXXH64Seeded = 1 // xxhash64 of the key with the file's seed
 	HashMurmur3Orig = 2 // MurmurHash3 x64/128, seed 0x97c29b3a, first word (dablooms 0.9.1)
 )
+
+// HashName is the name tools show for a hash identifier: "xxh64",
+// "murmur3-dablooms", or "hash(N)" for an unknown one.
+func HashName(id uint32) string {
+	switch id {
+	case HashXXH64Seeded:
+		return "xxh64"
+	case HashMurmur3Orig:
+		return "murmur3-dablooms"
+	}
+	return "hash(" + strconv.FormatUint(uint64(id), 10) + ")"
+}
 
 // Counter layout identifiers.
 const (

@@ -756,3 +756,14 @@ func ExampleDecode() {
 	// <nil> 1 1000 1 90112
 	// true true 8188
 }
+
+func TestHashName(t *testing.T) {
+	for _, c := range []struct {
+		id   uint32
+		want string
+	}{{HashXXH64Seeded, "xxh64"}, {HashMurmur3Orig, "murmur3-dablooms"}, {0, "hash(0)"}, {77, "hash(77)"}} {
+		if got := HashName(c.id); got != c.want {
+			t.Errorf("HashName(%d) = %q, want %q", c.id, got, c.want)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func (f *Filter) Stats() Stats {
 			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
-			Layout: lay.String(), Hash: hashName(m.desc.HashID),
+			Layout: lay.String(), Hash: header.HashName(uint32(m.desc.HashID)),
 			Dirty: ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
 		}
 		s.Count += items
@@ -185,16 +185,6 @@ func (f *Filter) Stats() Stats {
 		s.Filters = append(s.Filters, fs)
 	}
 	return s
-}
-
-func hashName(id uint8) string {
-	switch id {
-	case header.HashXXH64Seeded:
-		return "xxh64"
-	case header.HashMurmur3Orig:
-		return "murmur3-dablooms"
-	}
-	return fmt.Sprintf("hash(%d)", id)
 }
 
 // Params returns the parameters the file was created with.

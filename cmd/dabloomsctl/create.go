@@ -23,19 +23,9 @@ type paramsJSON struct {
 func toParamsJSON(p header.Params) paramsJSON {
 	return paramsJSON{
 		Capacity: p.Capacity, ErrorRate: p.ErrorRate, GrowthFactor: p.GrowthFactor,
-		TighteningRatio: p.TighteningRatio, Seed: "0x" + strconv.FormatUint(p.Seed, 16),
-		Hash: hashName(p.HashID), Layout: layoutName(p.LayoutID),
+		TighteningRatio: p.TighteningRatio, Seed: hex64(p.Seed),
+		Hash: header.HashName(p.HashID), Layout: layoutName(p.LayoutID),
 	}
-}
-
-func hashName(id uint32) string {
-	switch id {
-	case header.HashXXH64Seeded:
-		return "xxh64"
-	case header.HashMurmur3Orig:
-		return "murmur3-dablooms"
-	}
-	return "hash(" + strconv.Itoa(int(id)) + ")"
 }
 
 func layoutName(id uint32) string {
