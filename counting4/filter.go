@@ -125,9 +125,7 @@ func (f *Filter) AddAt(pos []uint64, rec *Record) {
 			if changed == 0 {
 				break
 			}
-			rec.evidence(pos[j]>>4, nw)
-			rec.doubt(changed)
-			if atomic.CompareAndSwapUint64(w, old, nw) {
+			if f.cas(pos[j]>>4, old, nw, changed, rec) {
 				rec.set(changed)
 				break
 			}
@@ -199,9 +197,7 @@ func (f *Filter) RemoveAt(pos []uint64, rec *Record) bool {
 			if changed == 0 {
 				break
 			}
-			rec.evidence(pos[j]>>4, nw)
-			rec.doubt(changed)
-			if atomic.CompareAndSwapUint64(w, old, nw) {
+			if f.cas(pos[j]>>4, old, nw, changed, rec) {
 				rec.set(changed)
 				break
 			}
@@ -227,50 +223,37 @@ func (f *Filter) undo(pos []uint64, dir int, rec *Record, mask uint64) {
 		if mask&(1<<j) == 0 || rec != nil && rec.Changed != nil && *rec.Changed&(1<<j) == 0 {
 			continue
 		}
-		if dir > 0 {
-			f.dec(p, rec, j)
-		} else {
-			f.step(p, rec, j)
-		}
+		f.revert(p, dir, rec, j)
 		rec.clear(uint64(1) << j)
 	}
 }
 
-// step increments counter p unless saturated; it reports whether it changed.
-func (f *Filter) step(p uint64, rec *Record, j int) bool {
-	w := &f.words[p>>4]
-	sh := (p & 15) * 4
+// revert takes back one step of direction dir at counter p (position j):
+// a decrement for an add (dir > 0), an increment for a remove. A saturated
+// counter (15) is left as it is, and so is a zero one for a decrement.
+func (f *Filter) revert(p uint64, dir int, rec *Record, j int) {
+	i, sh := p>>4, (p&15)*4
 	for {
-		old := atomic.LoadUint64(w)
-		if old>>sh&15 == 15 {
-			return false
+		old := atomic.LoadUint64(&f.words[i])
+		c, nw := old>>sh&15, old+1<<sh
+		if dir > 0 {
+			nw = old - 1<<sh
 		}
-		rec.evidence(p>>4, old+1<<sh)
-		rec.doubt(uint64(1) << j)
-		if atomic.CompareAndSwapUint64(w, old, old+1<<sh) {
-			return true
+		if c == 15 || dir > 0 && c == 0 || f.cas(i, old, nw, uint64(1)<<j, rec) {
+			return
 		}
 	}
 }
 
-// dec decrements counter p unless saturated. ok is false if it is zero.
-func (f *Filter) dec(p uint64, rec *Record, j int) (changed, ok bool) {
-	w := &f.words[p>>4]
-	sh := (p & 15) * 4
-	for {
-		old := atomic.LoadUint64(w)
-		switch old >> sh & 15 {
-		case 0:
-			return false, false
-		case 15:
-			return false, true
-		}
-		rec.evidence(p>>4, old-1<<sh)
-		rec.doubt(uint64(1) << j)
-		if atomic.CompareAndSwapUint64(w, old, old-1<<sh) {
-			return true, true
-		}
-	}
+// cas changes word i from old to nw, changing the counters of the
+// positions in the mask changed. Recovery relies on the order: first the
+// evidence (which word becomes what), then the doubt mask naming the
+// positions, then the compare-and-swap; on success the caller sets or
+// clears those positions in the record's Changed mask.
+func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
+	rec.evidence(i, nw)
+	rec.doubt(changed)
+	return atomic.CompareAndSwapUint64(&f.words[i], old, nw)
 }
 
 // evidence records the compare-and-swap about to be tried: word w of the
