@@ -341,6 +341,48 @@ func TestInterruptEveryStore(t *testing.T) {
 	}
 }
 
+// twoWriterBase is the 40 keys the two-writer tests add before the trials
+// (the keys their removes take back).
+func twoWriterBase() [][]byte {
+	var base [][]byte
+	for i := range 40 {
+		base = append(base, []byte(fmt.Sprintf("base-%d", i)))
+	}
+	return base
+}
+
+// twoWriterOps draws two operations for a trial, in the (slot, record) of
+// at: each an add of a new key (name formatted with the writer's number and
+// the trial) or a remove of a base key; ok is false for two removes of one
+// key. The draws are in the order the trials were first written with.
+func twoWriterOps(rng *rand.Rand, base [][]byte, name string, trial int, at [2][2]int) (ops [2]simOp, ok bool) {
+	for j := range ops {
+		ops[j] = simOp{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf(name, j, trial)), slot: at[j][0], rec: at[j][1]}
+	}
+	for j := range ops {
+		if !ops[j].add {
+			ops[j].key = base[rng.Intn(len(base))]
+		}
+	}
+	return ops, ops[0].add || ops[1].add || !bytes.Equal(ops[0].key, ops[1].key)
+}
+
+// wholeOutcomes returns the counters after neither, the first, the second
+// and both of the operations ran whole.
+func wholeOutcomes(b0 []byte, d header.FilterDesc, seed uint64, ops [2]simOp) [][]uint8 {
+	var wants [][]uint8
+	for mask := range 4 {
+		img := bytes.Clone(b0)
+		for j := range ops {
+			if mask&(1<<j) != 0 {
+				simRun(newSimImage(img), d, seed, ops[j], 1<<30)
+			}
+		}
+		wants = append(wants, counterValues(img, d))
+	}
+	return wants
+}
+
 // TestInterruptTwoWriters cuts two writers' operations on the same filter
 // (each at a random store) and checks that Repair leaves one of the four
 // combinations of whole outcomes.
@@ -351,36 +393,15 @@ func TestInterruptTwoWriters(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(3))
 	for _, lay := range []counting4.Layout{counting4.Classic, counting4.Blocked512} {
-		var base [][]byte
-		for i := range 40 {
-			base = append(base, []byte(fmt.Sprintf("base-%d", i)))
-		}
+		base := twoWriterBase()
 		b0, d, seed := simBase(t, lay, 100, base)
 		exact := 0
 		for trial := range trials {
-			ops := [2]simOp{
-				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("v0-%d", trial)), slot: 1, rec: 2},
-				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("v1-%d", trial)), slot: 9, rec: 0},
-			}
-			for j := range ops {
-				if !ops[j].add {
-					ops[j].key = base[rng.Intn(len(base))]
-				}
-			}
-			if !ops[0].add && !ops[1].add && bytes.Equal(ops[0].key, ops[1].key) {
+			ops, ok := twoWriterOps(rng, base, "v%d-%d", trial, [2][2]int{{1, 2}, {9, 0}})
+			if !ok {
 				continue
 			}
-			// The four whole outcomes.
-			var wants [][]uint8
-			for mask := range 4 {
-				img := bytes.Clone(b0)
-				for j := range ops {
-					if mask&(1<<j) != 0 {
-						simRun(newSimImage(img), d, seed, ops[j], 1<<30)
-					}
-				}
-				wants = append(wants, counterValues(img, d))
-			}
+			wants := wholeOutcomes(b0, d, seed, ops)
 			// Cut both: the first runs to its cut, then the second.
 			img := bytes.Clone(b0)
 			si := newSimImage(img)
@@ -451,35 +472,15 @@ func TestInterruptTwoWritersInsideCAS(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(11))
 	for _, lay := range []counting4.Layout{counting4.Classic, counting4.Blocked512} {
-		var base [][]byte
-		for i := range 40 {
-			base = append(base, []byte(fmt.Sprintf("base-%d", i)))
-		}
+		base := twoWriterBase()
 		b0, d, seed := simBase(t, lay, 100, base)
 		tried, exact, exactWithout := 0, 0, 0
 		for trial := range trials {
-			ops := [2]simOp{
-				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("w0-%d", trial)), slot: 2, rec: 1},
-				{add: rng.Intn(2) == 0, key: []byte(fmt.Sprintf("w1-%d", trial)), slot: 7, rec: 3},
-			}
-			for j := range ops {
-				if !ops[j].add {
-					ops[j].key = base[rng.Intn(len(base))]
-				}
-			}
-			if !ops[0].add && !ops[1].add && bytes.Equal(ops[0].key, ops[1].key) {
+			ops, ok := twoWriterOps(rng, base, "w%d-%d", trial, [2][2]int{{2, 1}, {7, 3}})
+			if !ok {
 				continue
 			}
-			var wants [][]uint8
-			for mask := range 4 {
-				img := bytes.Clone(b0)
-				for j := range ops {
-					if mask&(1<<j) != 0 {
-						simRun(newSimImage(img), d, seed, ops[j], 1<<30)
-					}
-				}
-				wants = append(wants, counterValues(img, d))
-			}
+			wants := wholeOutcomes(b0, d, seed, ops)
 			img := bytes.Clone(b0)
 			c0 := insideCAS(img, d, seed, ops[0])
 			if len(c0) == 0 {
