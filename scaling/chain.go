@@ -27,8 +27,13 @@ type member struct {
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
-	c := &chain{keep: f.keep}
 	old := f.chain.Load()
+	c := &chain{}
+	if old != nil {
+		c.keep = old.keep
+	} else {
+		c.keep = &mapKeep{r: f.r}
+	}
 	for i, d := range m.Filters {
 		if old != nil && i < len(old.f) {
 			c.f = append(c.f, old.f[i])

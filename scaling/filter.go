@@ -31,7 +31,6 @@ type Filter struct {
 	published *uint64
 
 	chain atomic.Pointer[chain] // nil once closed
-	keep  *mapKeep              // nil once closed; see mapKeep
 
 	mu         sync.Mutex // growth, meta, refresh, flush, close
 	metaWhich  int        // copy holding the newest generation
@@ -50,15 +49,14 @@ type Filter struct {
 
 // mapKeep keeps the region mapped while anything can still read it.
 // Lookups do not register with the Filter (an atomic read-modify-write per
-// lookup would serialise their cache misses): instead every chain points to
-// the Filter's mapKeep, and a lookup holds its chain until it returns. Close
-// detaches the region at once (the file is closed; a mapped file's pages
-// become zero pages, so a lookup racing Close reads zeros and never faults)
-// and drops the Filter's own reference; the region is unmapped by a cleanup
-// once the garbage collector finds no chain, hence no lookup, left.
+// lookup would serialise their cache misses): instead every chain of a
+// Filter points to one mapKeep (the first chain makes it, later ones take
+// it over), and a lookup holds its chain until it returns. Close detaches
+// the region at once (the file is closed; a mapped file's pages become zero
+// pages, so a lookup racing Close reads zeros and never faults) and drops
+// the Filter's chain; the region is unmapped by a cleanup once the garbage
+// collector finds no chain, hence no lookup, left.
 type mapKeep struct{ r mmapfile.Region }
-
-func newKeep(r mmapfile.Region) *mapKeep { return &mapKeep{r: r} }
 
 // unmapAtClose makes Close unmap at once, as if lookups were not protected
 // by mapKeep: the negative control of TestCloseDuringLookups sets it.
@@ -162,7 +160,7 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, keep: newKeep(r)}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
 	if err := f.setBootID(o.BootID); err != nil {
 		return nil, err
 	}
@@ -231,7 +229,7 @@ func OpenRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, keep: newKeep(r)}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1}
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
@@ -452,15 +450,14 @@ func (f *Filter) Close() error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.releaseSlot()
-		f.chain.Store(nil)
+		keep := f.chain.Swap(nil).keep
 		if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
 			f.closeErr = d.Detach()
 			// Unmap once no chain (so no lookup) is left.
-			runtime.AddCleanup(f.keep, func(r mmapfile.Region) { r.Close() }, f.r)
+			runtime.AddCleanup(keep, func(r mmapfile.Region) { r.Close() }, f.r)
 		} else {
 			f.closeErr = f.r.Close()
 		}
-		f.keep = nil
 	})
 	return f.closeErr
 }
