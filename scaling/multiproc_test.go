@@ -974,6 +974,7 @@ type mpKillStats struct {
 	conditions                       map[Condition]int
 	stateErrors                      int
 	phaseClean                       int
+	satTrials, satCounters           int // counters that may have saturated, left out of the exact check
 }
 
 type mpUnknown struct {
@@ -1138,8 +1139,20 @@ func mpKillCheck(t *testing.T, path string, lg *mpShm, nprocs int, seed uint64, 
 			}
 		}
 	}
-	if mb := mpMaxBound(bound); mb >= 15 {
-		return fmt.Errorf("counter bound %d: saturation possible, the check would not be exact", mb)
+	// A counter whose bound reaches 15 may have saturated in some
+	// interleaving: a saturated counter sticks at 15, so its value depends
+	// on the order the streams ran in and the replay cannot predict it.
+	// Such counters (a few, in about one trial in a hundred) are left out of
+	// the exact comparison below; every other counter is checked exactly.
+	maySat := map[uint64]bool{}
+	for q, b := range bound {
+		if b >= 15 {
+			maySat[uint64(q)] = true
+		}
+	}
+	if len(maySat) > 0 {
+		st.satTrials++
+		st.satCounters += len(maySat)
 	}
 	st.cut += len(snc)
 
@@ -1241,14 +1254,16 @@ func mpKillCheck(t *testing.T, path string, lg *mpShm, nprocs int, seed uint64, 
 	// diff = actual - base must be zero outside the unknowns' positions.
 	diff := map[uint64]int32{}
 	for cix := uint64(0); cix < m.desc.Counters; cix++ {
-		if d := int32(m.cf.Get(cix)) - base[cix]; d != 0 {
+		if d := int32(m.cf.Get(cix)) - base[cix]; d != 0 && !maySat[cix] {
 			diff[cix] = d
 		}
 	}
 	covered := map[uint64]bool{}
 	for _, u := range unk {
 		for _, q := range u.pos {
-			covered[q] = true
+			if !maySat[q] {
+				covered[q] = true
+			}
 		}
 	}
 	for q, d := range diff {
@@ -1473,10 +1488,12 @@ func mpKillRun(t *testing.T, trials int, finishWindowOK bool) *mpKillStats {
 func (st *mpKillStats) String() string {
 	return fmt.Sprintf("%d trials, %d writers (%d SIGKILLed, %d exited), %d completed ops; %d cut ops: %d no effect, %d full effect, %d partial (%d ambiguous trials); "+
 		"%d non-idle records (%d with empty masks, %d naming the previous key); %d unresolved Doubt masks covering %d positions (CAS had happened: %d, had not: %d, undecidable: %d); "+
-		"finish-window records: %d; idle records with stray masks: %d; conditions %v; StateErrors %d; trials with phase clean %d",
+		"finish-window records: %d; idle records with stray masks: %d; conditions %v; StateErrors %d; trials with phase clean %d; "+
+		"%d counters in %d trials may have saturated (left out of the exact check)",
 		st.trials, st.children, st.killed, st.exited, st.ops, st.cut, st.cutNone, st.cutFull, st.cutPartial, st.cutAmbiguous,
 		st.busyRecords, st.emptyBusy, st.staleHash, st.doubtMasks, st.doubtBits, st.doubtApplied, st.doubtNotApplied, st.doubtAmbiguous,
-		st.finishWindow, st.idleStray, st.conditions, st.stateErrors, st.phaseClean)
+		st.finishWindow, st.idleStray, st.conditions, st.stateErrors, st.phaseClean,
+		st.satCounters, st.satTrials)
 }
 
 // TestMPKill9: writers SIGKILLed at random moments leave files that open
@@ -1500,6 +1517,7 @@ func TestMPKill9(t *testing.T) {
 	if st.killed == 0 {
 		t.Fatal("no writer was killed")
 	}
+	st.checkSaturation(t)
 }
 
 // TestMPKillFinishWindow is TestMPKill9 with the record contract enforced
@@ -1512,6 +1530,16 @@ func TestMPKillFinishWindow(t *testing.T) {
 	}
 	st := mpKillRun(t, trials, false)
 	t.Logf("%v", st)
+	st.checkSaturation(t)
+}
+
+// checkSaturation fails when so many trials had counters that may have
+// saturated that the exact check covered too little.
+func (st *mpKillStats) checkSaturation(t *testing.T) {
+	t.Helper()
+	if st.satTrials*10 > st.trials {
+		t.Errorf("%d of %d trials had counters that may have saturated: the stream parameters load the filter too much for an exact check", st.satTrials, st.trials)
+	}
 }
 
 // ---------------------------------------------------------------------------
