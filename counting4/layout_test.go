@@ -258,7 +258,7 @@ func TestPositions64Bit(t *testing.T) {
 	hMax, hZero := fmix64Inverse(math.MaxUint64), fmix64Inverse(0)
 	Blocked512.Positions(hMax, counters, 4, pos)
 	if b := pos[0] / BlockCounters; b != counters/BlockCounters-1 {
-		t.Errorf("blocked: max hash in block %d, want last block %d", b, counters/BlockCounters-1)
+		t.Errorf("blocked: max hash in block %d, want last block %d", b, uint64(counters/BlockCounters-1))
 	}
 	Blocked512.Positions(hZero, counters, 4, pos)
 	if b := pos[0] / BlockCounters; b != 0 {
