@@ -261,26 +261,26 @@ func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
 // positions the CAS changes.
 func (r *Record) evidence(w, nw uint64) {
 	if r != nil && r.Word != nil && r.New != nil {
-		storeOrdered(r.Word, w+1)
-		storeOrdered(r.New, nw)
+		StoreOrdered(r.Word, w+1)
+		StoreOrdered(r.New, nw)
 	}
 }
 
 func (r *Record) doubt(m uint64) {
 	if r != nil {
-		storeOrdered(r.Doubt, m)
+		StoreOrdered(r.Doubt, m)
 	}
 }
 
 func (r *Record) set(m uint64) {
 	if r != nil {
-		storeOrdered(r.Changed, *r.Changed|m)
+		StoreOrdered(r.Changed, *r.Changed|m)
 	}
 }
 
 func (r *Record) clear(m uint64) {
 	if r != nil {
-		storeOrdered(r.Changed, *r.Changed&^m)
+		StoreOrdered(r.Changed, *r.Changed&^m)
 	}
 }
 
