@@ -24,8 +24,8 @@ func reservedWords(t *testing.T, n uint64) []uint64 {
 // TestNewRefusesPartitionOf2To32: Partitioned indexes a partition with
 // uint32 arithmetic (as dablooms 0.9.1 did), so cpf must be below 2^32:
 // with cpf = 2^32, uint32(cpf) is 0 and Positions divides by zero. The
-// header refuses such a directory entry (Counters/K > MaxUint32), but New
-// accepts it (its check is cpf > 2^32).
+// header refuses such a directory entry (Counters/K > MaxUint32), and so
+// must New.
 func TestNewRefusesPartitionOf2To32(t *testing.T) {
 	const k = 1
 	counters := uint64(k) << 32

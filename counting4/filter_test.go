@@ -317,10 +317,9 @@ func TestRecord(t *testing.T) {
 			}
 			// Undo with the record reverts exactly those counters.
 			f.Undo(pos, +1, rec)
-			if changed != 0 {
-				t.Fatalf("after Undo: changed=%b", changed)
+			if changed != 0 || doubt != 0 {
+				t.Fatalf("after Undo: changed=%b doubt=%b", changed, doubt)
 			}
-			doubt = 0 // see TestUndoClearsDoubt
 			for j, p := range pos {
 				want := uint8(0)
 				if j == 2 || j == 7 {
@@ -353,8 +352,9 @@ func TestRecord(t *testing.T) {
 }
 
 // TestUndoClearsDoubt: Doubt names positions whose compare-and-swap "may
-// or may not have happened"; once Undo has returned, none is in doubt (Add
-// and Remove end with Doubt = 0, Undo leaves the last position's bit set).
+// or may not have happened"; once Undo has returned, none is in doubt, as
+// after Add and Remove (each revert leaves its position's bit set until the
+// next one or the end of Undo clears it).
 func TestUndoClearsDoubt(t *testing.T) {
 	for _, dir := range []int{+1, -1} {
 		f := newFilter(t, Classic, 1024, 4)

@@ -292,11 +292,11 @@ func TestPositions64Bit(t *testing.T) {
 }
 
 // TestBlockedPositionsBeyondNineDependOnKey: positions 9, 10, ... of a
-// Blocked512 key must depend on the key like the first nine do. The re-mix
-// every 9 positions is applied to x after it has been shifted right 63 bits,
-// so it is fmix64(0) = 0 or fmix64(1): every key of every filter with k ≥ 10
-// gets the same in-block offsets from position 9 on (two patterns in all),
-// so those counters are shared by all keys of a block and stop filtering.
+// Blocked512 key must depend on the key like the first nine do. A re-mix of
+// the spent x (shifted right 63 bits, so fmix64(0) = 0 or fmix64(1)) instead
+// of the state would give every key with k ≥ 10 the same in-block offsets
+// from position 9 on (two patterns in all): counters shared by all keys of a
+// block, which filter nothing.
 func TestBlockedPositionsBeyondNineDependOnKey(t *testing.T) {
 	s := splitmix64(3)
 	pos := make([]uint64, MaxK)
@@ -483,10 +483,10 @@ func TestSizingMeetsTarget(t *testing.T) {
 }
 
 // TestSizingHighK: filters deeper in a chain get tighter targets and larger
-// k. Blocked512 sized at 1e-5 (k = 12) must meet its target too. With
-// positions ≥ 9 key-independent, the three extra counters per key are the
-// same few in every block, always set, and filter nothing: the measured
-// rate is about 2.3× the target.
+// k. Blocked512 sized at 1e-5 (k = 12) must meet its target too: were
+// positions ≥ 9 key-independent (see
+// TestBlockedPositionsBeyondNineDependOnKey), the extra counters per key
+// would filter nothing and the measured rate would be about 2.3× the target.
 func TestSizingHighK(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("5M lookups")
@@ -594,11 +594,12 @@ func TestExactBlockedFPRMatchesSimulation(t *testing.T) {
 }
 
 // TestBlockedFPRMatchesExactModel: Size trusts BlockedFPR to meet the target
-// "exactly", but BlockedFPR treats a query's k positions as distinct
-// counters. In a block of 128 counters they often coincide (about 1 key in 5
-// at k = 8), and a query with fewer distinct counters is a false positive
-// more often. The real rate of a filter sized by Size is above the target by
-// about 1.4% at 5%, 3.5% at 1%, 7% at 0.1%, and more as k grows.
+// exactly, so BlockedFPR must agree with the exact model, which draws a
+// query's k positions with replacement. In a block of 128 counters they
+// often coincide (about 1 key in 5 at k = 8), and a query with fewer distinct
+// counters is a false positive more often: a model that treated them as
+// distinct put the real rate above the target by about 1.4% at 5%, 3.5% at
+// 1%, 7% at 0.1%, and more as k grows.
 func TestBlockedFPRMatchesExactModel(t *testing.T) {
 	for _, p := range []float64{0.05, 0.01, 0.001, 1e-4} {
 		const n = 20000
