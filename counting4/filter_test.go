@@ -10,15 +10,15 @@ import (
 	"testing"
 )
 
-var layouts = []Layout{Blocked512, Classic, Partitioned}
+var layouts = []Layout{Blocked1024, Blocked512, Classic, Partitioned}
 
 // newFilter returns a heap filter of layout l with about counters counters.
 func newFilter(t testing.TB, l Layout, counters uint64, k int) *Filter {
 	t.Helper()
-	switch l {
-	case Blocked512:
-		counters = (counters + BlockCounters - 1) / BlockCounters * BlockCounters
-	case Partitioned:
+	switch bs := l.blockSize(); {
+	case bs != 0:
+		counters = (counters + bs - 1) / bs * bs
+	case l == Partitioned:
 		counters = (counters + uint64(k) - 1) / uint64(k) * uint64(k)
 	}
 	f, err := New(make([]uint64, (counters+15)/16), l, counters, k)

@@ -401,7 +401,7 @@ func TestSizeShape(t *testing.T) {
 }
 
 func TestLayoutString(t *testing.T) {
-	for l, want := range map[Layout]string{Blocked512: "blocked512", Classic: "classic", Partitioned: "partitioned", 0: "layout(0)", 200: "layout(200)"} {
+	for l, want := range map[Layout]string{Blocked512: "blocked512", Blocked1024: "blocked1024", Classic: "classic", Partitioned: "partitioned", 0: "layout(0)", 200: "layout(200)"} {
 		if l.String() != want {
 			t.Errorf("Layout(%d).String() = %q, want %q", uint8(l), l.String(), want)
 		}
