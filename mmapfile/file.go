@@ -34,11 +34,10 @@ type File struct {
 	mu       sync.Mutex
 	f        *os.File
 	path     string
-	m        mmap.MMap // the whole reservation
+	m        mmap.MMap // the whole reservation; after Detach, what Close unmaps
 	size     int64
 	readOnly bool
 	closed   bool // Detach or Close: no more file access
-	detached bool // Detach replaced the mapping; Close still unmaps it
 	fp       *Failpoints
 }
 
@@ -326,7 +325,7 @@ func (mf *File) Detach() error {
 	if mf.closed {
 		return nil
 	}
-	mf.closed, mf.detached = true, true
+	mf.closed = true
 	var err error
 	if len(mf.m) > 0 {
 		// The whole reservation: a slice may reach past the size this
@@ -357,11 +356,8 @@ func replace(b []byte, prot int) error {
 func (mf *File) Close() error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
-	if mf.closed && !mf.detached {
-		return nil
-	}
 	var err error
-	if mf.m != nil {
+	if mf.m != nil { // also a mapping Detach left behind
 		err = mf.m.Unmap()
 		mf.m = nil
 	}
@@ -370,7 +366,7 @@ func (mf *File) Close() error {
 			err = cerr
 		}
 	}
-	mf.closed, mf.detached = true, false
+	mf.closed = true
 	return err
 }
 
