@@ -122,7 +122,9 @@ func (w Words) MarkDirty(mark *uint64, onMark func(), sync func() error) error {
 // BeginFlush freezes writers: it moves Dirty to Flushing and returns the
 // epoch. clean is true if the phase was already Clean (nothing to do);
 // ok is false if the phase is Marking (a writer is starting) or Flushing
-// (another flush runs): the caller syncs but cannot claim clean.
+// (another flush runs): the caller syncs but cannot claim clean. Flushes of
+// one file must not overlap: EndFlush cannot tell another flush's Flushing
+// state from its own (TestOverlappingFlushersABA).
 func (w Words) BeginFlush() (epoch uint64, clean, ok bool) {
 	for {
 		st := atomic.LoadUint64(w.State)

@@ -273,8 +273,9 @@ func TestScriptedRace(t *testing.T) {
 // snapshot missing a change, and the changed filter's mark (epoch e) no
 // longer equals the epoch, so recovery would not look at it.
 //
-// This test passes: it pins the hazard. Callers must serialize flushes of a
-// file (scaling.Flush holds only a per-handle mutex: see the report).
+// This test pins the hazard: callers must serialize flushes of a file
+// (scaling.Flush holds a file lock for it). If the protocol learns to tell
+// overlapping flushes apart, the test fails: turn it into a regression test.
 func TestOverlappingFlushersABA(t *testing.T) {
 	fx := newFixture(1, Clean)
 	inFlight, completed := 0, 0
@@ -322,7 +323,7 @@ func TestOverlappingFlushersABA(t *testing.T) {
 	inFlight--
 	// A ends its flush.
 	if !fx.w.EndFlush(epA, sA) {
-		t.Skip("EndFlush of A failed: the protocol now tells overlapping flushes apart; turn this into a regression test")
+		t.Fatal("EndFlush of A failed: the protocol now tells overlapping flushes apart; turn this into a regression test")
 	}
 	r := check(mods, []flushLog{{epA, sA}})
 	if r.violations == 0 {
