@@ -73,8 +73,8 @@ func checkDecodeResult(t *testing.T, b []byte, fileSize int64) {
 			f.Counters == 0 || f.Counters > 2*uint64(f.Length) {
 			t.Fatalf("filter %d accepted: %+v", i, f)
 		}
-		if f.LayoutID == LayoutBlocked512 && f.Counters%128 != 0 {
-			t.Fatalf("filter %d: blocked with %d counters", i, f.Counters)
+		if f.LayoutID == LayoutBlocked512 && f.Counters%128 != 0 || f.LayoutID == LayoutBlocked1024 && f.Counters%256 != 0 {
+			t.Fatalf("filter %d: layout %d with %d counters", i, f.LayoutID, f.Counters)
 		}
 		if f.LayoutID == LayoutPartitioned && (f.Counters%uint64(f.K) != 0 || f.Counters/uint64(f.K) >= 1<<32) {
 			t.Fatalf("filter %d: partitioned with %d counters, k %d", i, f.Counters, f.K)

@@ -408,6 +408,10 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "counters don't fit length", mutate: func(b []byte) { put64(b, ent(1, entCounters), uint64(f1.Length)*2+1) }, sentinel: ErrCorrupt, off: ent(1, entCounters), filter: 1, field: "counters"},
 		{name: "counters 2^64-1", mutate: func(b []byte) { put64(b, ent(1, entCounters), math.MaxUint64) }, sentinel: ErrCorrupt, off: ent(1, entCounters), filter: 1, field: "counters"},
 		{name: "blocked counters not whole blocks", mutate: func(b []byte) { put64(b, ent(0, entCounters), f0.Counters-64) }, sentinel: ErrCorrupt, off: ent(0, entCounters), filter: 0, field: "counters"},
+		{name: "blocked1024 counters not whole blocks", mutate: func(b []byte) {
+			b[ent(0, entLayoutID)] = LayoutBlocked1024
+			put64(b, ent(0, entCounters), f0.Counters-128)
+		}, sentinel: ErrCorrupt, off: ent(0, entCounters), filter: 0, field: "counters"},
 		{name: "partitioned counters not k partitions", mutate: func(b []byte) { put64(b, ent(2, entCounters), f2.Counters+1) }, sentinel: ErrCorrupt, off: ent(2, entCounters), filter: 2, field: "counters"},
 		{name: "misaligned offset", mutate: func(b []byte) { put64(b, ent(0, entOffset), DataOffset+8) }, sentinel: ErrCorrupt, off: ent(0, entOffset), filter: 0, field: "offset"},
 		{name: "offset inside the header", mutate: func(b []byte) { put64(b, ent(0, entOffset), 0) }, sentinel: ErrCorrupt, off: ent(0, entOffset), filter: 0, field: "offset"},
