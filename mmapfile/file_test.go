@@ -529,9 +529,9 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestWordsAfterClose: Words must report ErrClosed like Bytes. It checks n
-// against len(mf.m) before taking the lock, so after Close (m = nil) it
-// returns ErrRange, and it reads mf.m unsynchronized (a data race with a
+// TestWordsAfterClose: Words must report ErrClosed like Bytes. A check of n
+// against len(mf.m) before Bytes takes the lock would return ErrRange after
+// Close (m = nil), and read mf.m unsynchronized (a data race with a
 // concurrent Close).
 func TestWordsAfterClose(t *testing.T) {
 	f := mustCreate(t, tmpPath(t), 4096, &Options{Reserve: testReserve})
