@@ -456,3 +456,27 @@ func ExampleWords() {
 	// true true 1
 	// 2 clean
 }
+
+// TestOnMarkBeforeMarking: onMark (which records the boot identity) runs
+// before the phase leaves Clean or Flushing, so a reader that sees Marking
+// already sees this boot's identity and cannot take the mark in progress
+// for one left by an earlier boot.
+func TestOnMarkBeforeMarking(t *testing.T) {
+	for _, p := range []Phase{Clean, Flushing} {
+		fx := newFixture(5, p)
+		calls := 0
+		onMark := func() {
+			calls++
+			if _, ph := fx.w.Phase(); ph != p {
+				t.Errorf("from %v: onMark ran in phase %v", p, ph)
+			}
+		}
+		if err := fx.w.MarkDirty(&fx.marks[0], onMark, fx.sync); err != nil {
+			t.Fatal(err)
+		}
+		if calls != 1 {
+			t.Errorf("from %v: onMark called %d times, want 1", p, calls)
+		}
+		fx.expect(t, 5, Dirty)
+	}
+}
