@@ -51,21 +51,17 @@ var blobloomBigSpec = spec{
 	concurrentRead: true,
 }
 
-type blobloomSystem struct {
-	f  *blobloom.Filter
-	id string
-}
+type blobloomSystem struct{ f *blobloom.Filter }
 
 func newBlobloom(c buildConfig) (system, error) {
-	return &blobloomSystem{f: blobloom.NewOptimized(blobloomConfig(c.n)), id: "blobloom"}, nil
+	return &blobloomSystem{f: blobloom.NewOptimized(blobloomConfig(c.n))}, nil
 }
 
 func newBlobloomBig(c buildConfig) (system, error) {
 	_, k := blobloom.Optimize(blobloomConfig(c.n))
-	return &blobloomSystem{f: blobloom.New(uint64(c.n)*sameSizeBitsPerKey, k), id: "blobloom-big"}, nil
+	return &blobloomSystem{f: blobloom.New(uint64(c.n)*sameSizeBitsPerKey, k)}, nil
 }
 
-func (s *blobloomSystem) name() string                   { return s.id }
 func (s *blobloomSystem) add(key []byte, _ uint64) error { s.f.Add(xxhash.Sum64(key)); return nil }
 func (s *blobloomSystem) contains(key []byte) bool       { return s.f.Has(xxhash.Sum64(key)) }
 func (s *blobloomSystem) bytes() int64                   { return int64(s.f.NumBits() / 8) }
@@ -88,7 +84,6 @@ func newBlobloomSync(c buildConfig) (system, error) {
 	return &blobloomSyncSystem{f: blobloom.NewSyncOptimized(cfg), nbits: nbits}, nil
 }
 
-func (s *blobloomSyncSystem) name() string { return blobloomSyncSpec.id }
 func (s *blobloomSyncSystem) add(key []byte, _ uint64) error {
 	s.f.Add(xxhash.Sum64(key))
 	return nil

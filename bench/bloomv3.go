@@ -25,7 +25,6 @@ func newBloomv3(c buildConfig) (system, error) {
 	return &bloomv3System{f: bloom.NewWithEstimates(uint(c.n), 0.01)}, nil
 }
 
-func (s *bloomv3System) name() string                   { return bloomv3Spec.id }
 func (s *bloomv3System) add(key []byte, _ uint64) error { s.f.Add(key); return nil }
 func (s *bloomv3System) contains(key []byte) bool       { return s.f.Test(key) }
 func (s *bloomv3System) bytes() int64                   { return int64(len(s.f.BitSet().Words())) * 8 }

@@ -43,7 +43,6 @@ func newBoomCounting(c buildConfig) (system, error) {
 	return &boomCountingSystem{f: boom.NewDefaultCountingBloomFilter(uint(c.n), 0.01)}, nil
 }
 
-func (s *boomCountingSystem) name() string                   { return boomCountingSpec.id }
 func (s *boomCountingSystem) add(key []byte, _ uint64) error { s.f.Add(key); return nil }
 func (s *boomCountingSystem) contains(key []byte) bool       { return s.f.Test(key) }
 func (s *boomCountingSystem) remove(key []byte, _ uint64) error {
@@ -65,7 +64,6 @@ func newBoomScalable(c buildConfig) (system, error) {
 	return &boomScalableSystem{f: boom.NewScalableBloomFilter(uint(hint), 0.01, 0.8)}, nil
 }
 
-func (s *boomScalableSystem) name() string                   { return boomScalableSpec.id }
 func (s *boomScalableSystem) add(key []byte, _ uint64) error { s.f.Add(key); return nil }
 func (s *boomScalableSystem) contains(key []byte) bool       { return s.f.Test(key) }
 func (s *boomScalableSystem) bytes() int64                   { return int64(s.f.Capacity()) / 8 }

@@ -32,7 +32,6 @@ func newCuckoo(c buildConfig) (system, error) {
 	return &cuckooSystem{f: cuckoo.NewFilter(uint(c.n))}, nil
 }
 
-func (s *cuckooSystem) name() string { return cuckooSpec.id }
 func (s *cuckooSystem) add(key []byte, _ uint64) error {
 	if !s.f.Insert(key) {
 		return errAddFull

@@ -51,9 +51,8 @@ var oursOriginalSpec = spec{
 }
 
 type oursSystem struct {
-	label string
-	path  string // "" for memory
-	f     *scaling.Filter
+	path string // "" for memory
+	f    *scaling.Filter
 }
 
 var layouts = map[string]counting4.Layout{"": 0, "blocked512": counting4.Blocked512, "blocked1024": counting4.Blocked1024, "classic": counting4.Classic}
@@ -67,7 +66,7 @@ func newOurs(label string, c buildConfig, file, original bool) (system, error) {
 	if original {
 		opts.Capacity, opts.GrowthFactor, opts.TighteningRatio = 1_000_000, 1, 0.5
 	}
-	s := &oursSystem{label: label}
+	s := &oursSystem{}
 	var err error
 	if file {
 		s.path = filepath.Join(c.dir, fmt.Sprintf("%s-%d.dablooms", label, c.rep))
@@ -82,7 +81,6 @@ func newOurs(label string, c buildConfig, file, original bool) (system, error) {
 	return s, nil
 }
 
-func (s *oursSystem) name() string                       { return s.label }
 func (s *oursSystem) add(key []byte, id uint64) error    { return s.f.Add(key, id) }
 func (s *oursSystem) remove(key []byte, id uint64) error { return s.f.Remove(key, id) }
 func (s *oursSystem) contains(key []byte) bool           { return s.f.Contains(key) }

@@ -12,7 +12,6 @@ import (
 // add and remove take the key's index as id: the project's filters need
 // increasing ids, the peers ignore it.
 type system interface {
-	name() string
 	add(key []byte, id uint64) error
 	contains(key []byte) bool
 	// bytes is the size of the structure's storage: the file (or memory
