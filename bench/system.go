@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -89,19 +90,8 @@ func selectSpecs(list string) ([]spec, error) {
 		if s == "" {
 			continue
 		}
-		found := false
-		for _, sp := range all {
-			if sp.id == s {
-				found = true
-				break
-			}
-		}
-		if !found {
-			var ids []string
-			for _, sp := range all {
-				ids = append(ids, sp.id)
-			}
-			return nil, fmt.Errorf("unknown system %q (known: %s)", s, strings.Join(ids, ","))
+		if !slices.ContainsFunc(all, func(sp spec) bool { return sp.id == s }) {
+			return nil, fmt.Errorf("unknown system %q (known: %s)", s, specIDs())
 		}
 		want[s] = true
 	}
