@@ -18,7 +18,7 @@ import (
 //
 // ids are the key's index, so they increase in the single-goroutine run; in
 // the parallel run goroutine g adds keys g, g+P, g+2P, ... so ids stay
-// nearly increasing (see runParallel).
+// nearly increasing (see timeStrided).
 //
 // bytes = Stats().FileSize: the size of the file, or of the memory region
 // for NewMemory, header included.
