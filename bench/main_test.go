@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const peerSystems = "bloomv3,boom-counting,boom-scalable,blobloom,blobloom-sync,cuckoo"
+const peerSystems = "bloomv3,boom-counting,boom-scalable,blobloom,blobloom-sync,blobloom-big,cuckoo"
 const ourSystems = "ours-file,ours-mem,ours-original"
 
 // maxFPR is a sane upper bound on the measured false-positive rate at
@@ -83,10 +83,11 @@ func checkRows(t *testing.T, rep report, systems string, parallel int, checkByte
 		if r.FPR > bound {
 			t.Errorf("%s: FPR %.4f above %.4f", name, r.FPR, bound)
 		}
-		if r.FalsePositives == 0 && r.System != "ours-original" {
+		if r.FalsePositives == 0 && r.System != "ours-original" && r.System != "blobloom-big" {
 			// 20,000 absent queries at ~1 % should hit about 200 times;
 			// zero means the queries did not run. (ours-original is sized
-			// for 1,000,000 keys, so at 20,000 it may well see none.)
+			// for 1,000,000 keys and blobloom-big has 60 bits per key, so
+			// they may well see none.)
 			t.Errorf("%s: no false positives at all among %d absent keys", name, r.AbsentQueries)
 		}
 		if r.Bytes <= 0 {
