@@ -74,6 +74,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.reps < 1 {
 		return o, errors.New("-reps must be at least 1")
 	}
+	if _, ok := layouts[o.layout]; !ok {
+		return o, fmt.Errorf("-layout %q: want blocked512, blocked1024 or classic", o.layout)
+	}
 	return o, nil
 }
 

@@ -163,6 +163,7 @@ func TestFlags(t *testing.T) {
 		{"-systems", "nosuch"},
 		{"-n", "0"},
 		{"-reps", "0"},
+		{"-layout", "nosuch", "-n", "100", "-reps", "1", "-parallel", "1", "-systems", "ours-mem"}, // small: should the check move back into the run, it stays quick
 		{"extra"},
 	} {
 		if err := run(args, io.Discard, io.Discard); err == nil {

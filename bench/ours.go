@@ -55,14 +55,11 @@ type oursSystem struct {
 	f    *scaling.Filter
 }
 
+// layouts maps -layout to a counter layout; "" is the library's default.
 var layouts = map[string]counting4.Layout{"": 0, "blocked512": counting4.Blocked512, "blocked1024": counting4.Blocked1024, "classic": counting4.Classic}
 
 func newOurs(label string, c buildConfig, file, original bool) (system, error) {
-	lay, ok := layouts[c.layout]
-	if !ok {
-		return nil, fmt.Errorf("unknown -layout %q", c.layout)
-	}
-	opts := &scaling.Options{Capacity: uint64(c.n), ErrorRate: 0.01, Layout: lay}
+	opts := &scaling.Options{Capacity: uint64(c.n), ErrorRate: 0.01, Layout: layouts[c.layout]} // parseFlags checked the name
 	if original {
 		opts.Capacity, opts.GrowthFactor, opts.TighteningRatio = 1_000_000, 1, 0.5
 	}
