@@ -63,7 +63,7 @@ const golden = 0x9E3779B97F4A7C15
 func Salt(filter int) uint64 { return uint64(filter+1) * golden }
 
 // Positions writes the k counter indices of key hash h (already salted for
-// Blocked512 and Classic: pass h + Salt(i)) into pos. counters is the
+// the native layouts: pass h + Salt(i)) into pos. counters is the
 // filter's number of counters. It is the single definition of the index
 // derivation; the golden vectors in the tests pin it because it is part of
 // the file format.

@@ -48,10 +48,10 @@ const (
 	SlotSize       = 1024
 	RecordsPerSlot = SlotSize/LineSize - 1
 	// Offsets within a slot header line.
-	SlotOwnerOff     = 0  // uint64: random owner token, 0 = free
-	SlotPIDOff       = 8  // uint64: process id of the owner (informational)
-	SlotCompletedOff = 16 // uint64: modifications completed through this slot
-	SlotOpenedOff    = 24 // uint64: Unix nanoseconds when the slot was claimed
+	SlotOwnerOff    = 0  // uint64: random owner token, 0 = free
+	SlotPIDOff      = 8  // uint64: process id of the owner (informational)
+	SlotReservedOff = 16 // uint64: reserved, 0 (the completed count lives in each record's op word)
+	SlotOpenedOff   = 24 // uint64: Unix nanoseconds when the slot was claimed
 	// Offsets within an in-flight record line.
 	RecOpOff      = 0  // uint64: bits 0-1 op type (0 idle), bits 8-15 filter, bits 16-63 completed count
 	RecHashOff    = 8  // uint64: key hash for the filter's hash algorithm

@@ -615,7 +615,7 @@ func TestLayoutConstants(t *testing.T) {
 		t.Errorf("%d records + header line != SlotSize %d", RecordsPerSlot, SlotSize)
 	}
 	checkSpans("slot header", 0, LineSize, []span{
-		{"owner", SlotOwnerOff, 8}, {"pid", SlotPIDOff, 8}, {"completed", SlotCompletedOff, 8}, {"opened", SlotOpenedOff, 8},
+		{"owner", SlotOwnerOff, 8}, {"pid", SlotPIDOff, 8}, {"reserved", SlotReservedOff, 8}, {"opened", SlotOpenedOff, 8},
 	})
 	checkSpans("record", 0, LineSize, []span{
 		{"op", RecOpOff, 8}, {"hash", RecHashOff, 8}, {"changed", RecChangedOff, 8}, {"doubt", RecDoubtOff, 8},
