@@ -63,9 +63,8 @@ func (r *resolution) summary() string {
 func hypsOf(ri *recInfo) []hyp {
 	d := ri.dir()
 	c, db := ri.changed, ri.doubt
-	mayBeUndo := ri.dir() < 0 && bits.OnesCount64(db) == 1 && c&(db-1) == 0
 	switch {
-	case db != 0 && db&^c == 0 && !mayBeUndo:
+	case db != 0 && db&^c == 0 && !ri.mayBeUndo():
 		return []hyp{{rollback: c, contrib: d * int64(bits.OnesCount64(c))}}
 	case db != 0:
 		return []hyp{
@@ -79,6 +78,13 @@ func hypsOf(ri *recInfo) []hyp {
 		}
 	}
 	return []hyp{{}}
+}
+
+// mayBeUndo reports whether the record's doubt may be a step of a Remove's
+// undo (see hypsOf): the record is a Remove's, its doubt a single position,
+// and no position of Changed lies below it.
+func (r *recInfo) mayBeUndo() bool {
+	return r.dir() < 0 && bits.OnesCount64(r.doubt) == 1 && r.changed&(r.doubt-1) == 0
 }
 
 // safeHyp is the choice that can only leave counters too high, never too
@@ -121,7 +127,7 @@ func narrow(img image, fi *filterInfo, ri *recInfo, hs []hyp) ([]hyp, error) {
 		return hs, nil
 	}
 	d := ri.dir()
-	mayBeUndo := d < 0 && bits.OnesCount64(db) == 1 && c&(db-1) == 0
+	mayBeUndo := ri.mayBeUndo()
 	// dir of the doubted CAS: +1 if it increments the doubt positions.
 	dir := d
 	if mayBeUndo && db&^c == 0 {
