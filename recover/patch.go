@@ -18,8 +18,7 @@ import (
 type patch struct {
 	head    []byte
 	words   map[int64]uint64
-	filters map[int][]byte
-	offsets map[int]int64
+	filters map[int64][]byte // rebuilt filters' counters, by file offset
 	size    int64
 	changed bool // anything differs from the original
 	actions []string
@@ -51,7 +50,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	if a.meta == nil {
 		return nil, ErrUnrepairable
 	}
-	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int][]byte{}, offsets: map[int]int64{}, size: a.meta.End()}
+	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int64][]byte{}, size: a.meta.End()}
 	n := len(a.filters)
 	if a.restore >= 0 {
 		copy(p.head[a.restore*header.MetaSize:(a.restore+1)*header.MetaSize], a.head[a.which*header.MetaSize:(a.which+1)*header.MetaSize])
@@ -319,7 +318,7 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	for j, w := range words {
 		le.PutUint64(b[j*8:], w)
 	}
-	p.filters[i], p.offsets[i] = b, d.Offset
+	p.filters[d.Offset] = b
 	line := header.FilterLineOffset(i)
 	p.put(line+header.FilterItemsOff, count)
 	p.put(line+header.FilterMarkOff, 0)
@@ -388,8 +387,8 @@ func (p *patch) writeTo(dst io.WriterAt) error {
 			return err
 		}
 	}
-	for i, off := range p.offsets {
-		if _, err := dst.WriteAt(p.filters[i], off); err != nil {
+	for off, b := range p.filters {
+		if _, err := dst.WriteAt(b, off); err != nil {
 			return err
 		}
 	}
