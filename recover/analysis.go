@@ -347,9 +347,8 @@ func (a *analysis) readCounters(img image) error {
 					return err
 				}
 			}
-			buf := chunk
 			for j := int64(0); j < n; j += 8 {
-				w := le.Uint64(buf[j:])
+				w := le.Uint64(chunk[j:])
 				wi := (pos + j) / 8
 				switch {
 				case wi < words-1:

@@ -174,7 +174,6 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	}
 	keep = true
 	if err = step("renamed"); err != nil {
-		keep = true
 		return nil, err
 	}
 	if e := mmapfile.SyncDir(dir); e != nil {
