@@ -3,6 +3,7 @@ package recover
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"math/rand"
 	"testing"
 	"unsafe"
@@ -38,10 +39,6 @@ type simOp struct {
 	filter    int
 	key       []byte
 	slot, rec int
-	// interfere, if set, runs once after the stores numbered interfereAt (a
-	// whole operation of another writer).
-	interfere   func()
-	interfereAt int
 }
 
 // simRun performs op's stores until budget runs out; it returns the number
@@ -54,9 +51,6 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 		}
 		f()
 		n++
-		if op.interfere != nil && n == op.interfereAt {
-			op.interfere()
-		}
 		return true
 	}
 	kh := scaling.HashKey(seed, op.key) + counting4.Salt(op.filter)
@@ -70,10 +64,6 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	doubt := img.at(recOff + header.RecDoubtOff)
 	evWord := img.at(recOff + header.RecWordOff)
 	evNew := img.at(recOff + header.RecNewOff)
-	// evidence stores what a compare-and-swap of word wi to nw is about to do.
-	evidence := func(wi, nw uint64) bool {
-		return step(func() { *evWord = wi + 1 }) && step(func() { *evNew = nw })
-	}
 	line := header.FilterLineOffset(op.filter)
 	items := img.at(line + header.FilterItemsOff)
 	count := *opw >> opCountShift
@@ -84,12 +74,21 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	nib := func(p uint64) uint64 { return words[p>>4] >> ((p & 15) * 4) & 15 }
 	sameWord := func(j int) uint64 {
 		m := uint64(1) << j
-		for jj := j + 1; jj < len(pos); jj++ {
+		for jj := j + 1; jj < len(pos) && jj <= j+16; jj++ {
 			if pos[jj]>>4 == pos[j]>>4 {
 				m |= 1 << jj
 			}
 		}
 		return m
+	}
+	claim := func() bool {
+		return step(func() { *opw = count<<opCountShift | typ | uint64(op.filter)<<opFilterShift }) && step(func() { *hash = kh })
+	}
+	// cas is counting4's cas (evidence, doubt, then the store of nw to word
+	// wi, changing the positions ch) followed by the caller's Changed update.
+	cas := func(wi, nw, ch uint64, update func()) bool {
+		return step(func() { *evWord = wi + 1 }) && step(func() { *evNew = nw }) &&
+			step(func() { *doubt = ch }) && step(func() { words[wi] = nw }) && step(update)
 	}
 	finish := func(completed bool) bool {
 		c := count
@@ -100,8 +99,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			step(func() { *evWord = 0 }) && step(func() { *evNew = 0 }) && step(func() { *opw = c << opCountShift })
 	}
 	if op.add {
-		if !step(func() { *opw = count<<opCountShift | typ | uint64(op.filter)<<opFilterShift }) ||
-			!step(func() { *hash = kh }) {
+		if !claim() {
 			return n
 		}
 		var done uint64
@@ -111,10 +109,9 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			}
 			group := sameWord(j)
 			done |= group
-			w := &words[pos[j]>>4]
-			nw, ch := *w, uint64(0)
+			nw, ch := words[pos[j]>>4], uint64(0)
 			for g := group; g != 0; g &= g - 1 {
-				jj := trailing(g)
+				jj := bits.TrailingZeros64(g)
 				sh := (pos[jj] & 15) * 4
 				if nw>>sh&15 != 15 {
 					nw += 1 << sh
@@ -124,13 +121,11 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			if ch == 0 {
 				continue
 			}
-			if !evidence(pos[j]>>4, nw) || !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
+			if !cas(pos[j]>>4, nw, ch, func() { *changed |= ch }) {
 				return n
 			}
 		}
-		if !step(func() { *doubt = 0 }) || !step(func() { *items++ }) || !finish(true) {
-			return n
-		}
+		_ = step(func() { *doubt = 0 }) && step(func() { *items++ }) && finish(true)
 		return n
 	}
 	for _, p := range pos {
@@ -138,8 +133,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			return n // not present: Remove changes nothing
 		}
 	}
-	if !step(func() { *opw = count<<opCountShift | typ | uint64(op.filter)<<opFilterShift }) ||
-		!step(func() { *hash = kh }) {
+	if !claim() {
 		return n
 	}
 	var done uint64
@@ -148,10 +142,9 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			continue
 		}
 		group := sameWord(j)
-		w := &words[pos[j]>>4]
-		nw, ch, ok := *w, uint64(0), true
+		nw, ch, ok := words[pos[j]>>4], uint64(0), true
 		for g := group; g != 0; g &= g - 1 {
-			jj := trailing(g)
+			jj := bits.TrailingZeros64(g)
 			sh := (pos[jj] & 15) * 4
 			switch nw >> sh & 15 {
 			case 0:
@@ -168,42 +161,25 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 				if done&(1<<jj) == 0 || *changed&(1<<jj) == 0 {
 					continue
 				}
-				pw := &words[p>>4]
-				sh := (p & 15) * 4
-				if *pw>>sh&15 != 15 {
-					if !evidence(p>>4, *pw+1<<sh) || !step(func() { *doubt = 1 << jj }) || !step(func() { *pw += 1 << sh }) {
+				w, sh := words[p>>4], (p&15)*4
+				clearJ := func() { *changed &^= 1 << jj }
+				if w>>sh&15 == 15 {
+					if !step(clearJ) {
 						return n
 					}
-				}
-				if !step(func() { *changed &^= 1 << jj }) {
+				} else if !cas(p>>4, w+1<<sh, 1<<jj, clearJ) {
 					return n
 				}
 			}
-			if !step(func() { *doubt = 0 }) {
-				return n
-			}
-			finish(false)
+			_ = step(func() { *doubt = 0 }) && finish(false)
 			return n
 		}
-		if ch != 0 {
-			if !evidence(pos[j]>>4, nw) || !step(func() { *doubt = ch }) || !step(func() { *w = nw }) || !step(func() { *changed |= ch }) {
-				return n
-			}
+		if ch != 0 && !cas(pos[j]>>4, nw, ch, func() { *changed |= ch }) {
+			return n
 		}
 		done |= group
 	}
-	if !step(func() { *doubt = 0 }) || !step(func() { *items-- }) || !finish(true) {
-		return n
-	}
-	return n
-}
-
-func trailing(m uint64) int {
-	n := 0
-	for m&1 == 0 {
-		m >>= 1
-		n++
-	}
+	_ = step(func() { *doubt = 0 }) && step(func() { *items-- }) && finish(true)
 	return n
 }
 
