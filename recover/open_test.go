@@ -9,7 +9,6 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
-	"github.com/dablooms/dablooms/seqnum"
 )
 
 // interruptedFile makes a store whose writer (on this boot) died in the
@@ -25,15 +24,9 @@ func interruptedFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := newSimImage(b)
-	ep, _ := seqnum.Unpack(*img.at(header.StateOffset))
-	*img.at(header.StateOffset) = seqnum.Pack(ep, seqnum.Dirty)
-	*img.at(header.DiskSeqOffset) = 0
-	*img.at(header.FilterLineOffset(0) + header.FilterMarkOff) = ep
-	boot := parseBootID(testBoot)
-	copy(b[header.BootIDOffset:], boot[:])
+	markWriting(b)
 	// claim, hash, evidence (word, new), doubt, CAS, changed: the first group is in.
-	simRun(img, m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 7)
+	simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 7)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
