@@ -207,12 +207,14 @@ func truthSource(truth map[int]bool, calls *[][2]uint64) Source {
 	}
 }
 
-// recoverImage runs Repair (and Rebuild if needed) on img and returns the
-// result and its report.
+// debugRecovery, if set, logs the report of each step of recoverImage
+// (TestDebugSeed).
 var debugRecovery testing.TB
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
+// recoverImage runs Repair (and Rebuild if needed) on img and returns the
+// result, its report and whether filters were rebuilt.
 func recoverImage(img []byte, boot string, src Source, repairFirst bool) ([]byte, *Report, bool, error) {
 	b := parseBootID(boot)
 	dbg := func(what string, a *analysis, p *patch) {
@@ -296,7 +298,6 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	nops := 1 + rng.Intn(40)
 	r.crashAt = 1 + rng.Intn(3*nops+5)
 	next := tpl.prefill + 1
-	pending := -1         // key of an add cut by the crash
 	var inFlush *snapshot // content synced by a Flush the crash cut short
 	for i := 0; i < nops && !r.crashed; i++ {
 		r.event()
@@ -311,8 +312,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 			next++
 			err := f.Add(key(id), uint64(id))
 			if r.crashed {
-				pending = id
-				break
+				break // not in the truth: its Add did not return
 			}
 			if err != nil {
 				return fmt.Sprintf("add %d: %v", id, err)
@@ -368,8 +368,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	if !r.crashed {
 		r.crash()
 	}
-	_ = f // abandoned, as by a crash
-	_ = pending
+	// f is abandoned, as by a crash.
 
 	st.trials.Add(1)
 	procCrash := !negative && rng.Intn(10) == 0
@@ -502,30 +501,25 @@ func runCrashTrials(t *testing.T, base int64, n int, negative bool) *crashStats 
 					return
 				}
 				if v := crashTrial(t, r, base+i, negative, st, buf); v != "" {
+					rerun := fmt.Sprintf("DABLOOMS_CRASH_SEED=%d go test -run '^%s$' ./recover", base+i, t.Name())
+					if negative {
+						rerun = fmt.Sprintf("DABLOOMS_DEBUG_SEED=%d DABLOOMS_DEBUG_NEG=1 go test -run '^TestDebugSeed$' -v ./recover", base+i)
+					}
 					mu.Lock()
-					failures = append(failures, fmt.Sprintf("seed %d: %s", base+i, v))
-					mu.Unlock()
+					failures = append(failures, fmt.Sprintf("seed %d: %s (rerun: %s)", base+i, v, rerun))
 					if len(failures) > 5 {
 						next.Store(int64(n))
 					}
+					mu.Unlock()
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	for _, f := range failures {
-		t.Errorf("%s (rerun: DABLOOMS_CRASH_SEED=%s go test -run %s ./recover)", f, f[5:stringIndex(f, ':')], t.Name())
+		t.Error(f)
 	}
 	return st
-}
-
-func stringIndex(s string, c byte) int {
-	for i := range s {
-		if s[i] == c {
-			return i
-		}
-	}
-	return len(s)
 }
 
 // TestCrashModel drives the real library on the page-level crash model and
