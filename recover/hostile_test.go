@@ -2,7 +2,6 @@ package recover
 
 import (
 	"errors"
-	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,14 +29,17 @@ const (
 	eK          = 48
 )
 
-// sealMeta recomputes the checksum of both metadata copies.
+// sealMeta recomputes the checksum of both metadata copies (the last 4
+// bytes of each, header.Checksum).
 func sealMeta(b []byte) {
 	for c := range 2 {
 		base := c * header.MetaSize
 		if len(b) < base+header.MetaSize {
 			return
 		}
-		le.PutUint32(b[base+header.MetaSize-4:], crc32.Checksum(b[base:base+header.MetaSize-4], crc32.MakeTable(crc32.Castagnoli)))
+		m := b[base : base+header.MetaSize]
+		_, sum := header.Checksum(m)
+		le.PutUint32(m[header.MetaSize-4:], sum)
 	}
 }
 
