@@ -44,14 +44,8 @@ var fuzzBase = sync.OnceValues(func() ([]byte, error) {
 	return b, nil
 })
 
-func fuzzSource(lo, hi uint64, add func([]byte, uint64) error) error {
-	for i := max(lo, 1); i <= min(hi, 81); i++ {
-		if err := add(key(int(i)), i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// fuzzSource holds the keys whose Add returned in fuzzBase.
+var fuzzSource = keysSource(81)
 
 // checkImage is the property every fuzz input must satisfy: Verify, Repair
 // and Rebuild never panic and never change their input; a file Verify calls

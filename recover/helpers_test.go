@@ -38,6 +38,18 @@ func newFile(t testing.TB, capacity uint64, layout counting4.Layout, n int) stri
 	return path
 }
 
+// keysSource is the Source of keys 1..last, key i with id i.
+func keysSource(last uint64) Source {
+	return func(lo, hi uint64, add func([]byte, uint64) error) error {
+		for i := max(lo, 1); i <= min(hi, last); i++ {
+			if err := add(key(int(i)), i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 func sum256(t testing.TB, path string) [32]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

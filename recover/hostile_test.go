@@ -142,14 +142,8 @@ func hostileBase(t *testing.T) []byte {
 	return b
 }
 
-func hostileSource(lo, hi uint64, add func([]byte, uint64) error) error {
-	for i := max(lo, 1); i <= min(hi, 250); i++ {
-		if err := add(key(int(i)), i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// hostileSource holds the keys of hostileBase.
+var hostileSource = keysSource(250)
 
 // TestHostileFiles: each bad file gets the right verdict and error from
 // Verify, Open and Repair, nothing panics, and nothing but a successful
