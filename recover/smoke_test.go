@@ -21,8 +21,8 @@ func TestSmokeClean(t *testing.T) {
 		t.Fatal("verify changed the file")
 	}
 	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || rep.State != Clean || sum256(t, path) != before {
+		t.Fatalf("Repair of a clean file: %v, %v, or it changed the file", err, rep)
 	}
 	dumpReport(t, rep)
 }
