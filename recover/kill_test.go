@@ -259,7 +259,7 @@ func TestKillWritersThenRepair(t *testing.T) {
 				t.Fatalf("trial %d: an ambiguous repair left %s", trial, after.State)
 			}
 			checkNoFalseNegatives(t, trial, path, done, pending)
-			if rep, err = Rebuild(path, killSource(done, pending), &RepairOptions{BootID: testBoot}); err != nil {
+			if rep, err = Rebuild(path, killSource(done), &RepairOptions{BootID: testBoot}); err != nil {
 				t.Fatalf("trial %d: rebuild: %v", trial, err)
 			}
 			after = verifyT(t, path)
@@ -283,18 +283,26 @@ func TestKillWritersThenRepair(t *testing.T) {
 	}
 }
 
-// killSource yields the keys that are present by the log: added, and not
-// removed by a completed Remove (a Remove cut short leaves its key in).
-func killSource(done, pending []killOp) Source {
+// presentKeys returns the keys present by the completed operations: added,
+// and not removed by a completed Remove.
+func presentKeys(done []killOp) map[string]bool {
 	present := map[string]bool{}
 	for _, op := range done {
-		present[string(op.key)] = op.add
+		if op.add {
+			present[string(op.key)] = true
+		} else {
+			delete(present, string(op.key))
+		}
 	}
+	return present
+}
+
+// killSource yields the keys that are present by the log (a Remove cut
+// short leaves its key in).
+func killSource(done []killOp) Source {
+	present := presentKeys(done)
 	return func(lo, hi uint64, add func([]byte, uint64) error) error {
-		for k, ok := range present {
-			if !ok {
-				continue
-			}
+		for k := range present {
 			var p, g, n int
 			fmt.Sscanf(k, "p%d-g%d-%d", &p, &g, &n)
 			if uint64(n) >= lo && uint64(n) <= hi {
@@ -315,15 +323,12 @@ func checkNoFalseNegatives(t *testing.T, trial int, path string, done, pending [
 		t.Fatalf("trial %d: %v", trial, err)
 	}
 	defer f.Close()
-	present := map[string]bool{}
-	for _, op := range done {
-		present[string(op.key)] = op.add
-	}
+	present := presentKeys(done)
 	for _, op := range pending {
 		delete(present, string(op.key))
 	}
-	for k, ok := range present {
-		if ok && !f.Contains([]byte(k)) {
+	for k := range present {
+		if !f.Contains([]byte(k)) {
 			t.Fatalf("trial %d: false negative for %q after an ambiguous repair", trial, k)
 		}
 	}
