@@ -93,7 +93,7 @@ func (r *Report) Err() error {
 	return fmt.Errorf("%w: %s is %s", scaling.ErrUnclean, r.Path, r.State)
 }
 
-// errBusy and the other errors of this package.
+// The errors of this package.
 var (
 	// ErrBusy: another process has the file open for writing (it holds a
 	// writer slot or the growth lock), and RepairOptions.Wait ran out.
