@@ -544,7 +544,7 @@ func TestCrashModel(t *testing.T) {
 	start := time.Now()
 	st := runCrashTrials(t, base, n, false)
 	t.Logf("crash model: %v in %v", st, time.Since(start).Round(time.Millisecond))
-	if st.cleanClaims.Load() == 0 {
+	if n > 1 && st.cleanClaims.Load() == 0 { // (not when replaying one seed)
 		t.Error("no trial ended clean: the oracle for clean files was never exercised")
 	}
 }
