@@ -351,8 +351,10 @@ func mpPositions(m *member, seed, code uint64, pos []uint64) []uint64 {
 // mpReplay applies the first n operations of stream s to total (one int32
 // per counter of filter m) and adds the stream's own peak per counter to
 // bound: Σ over streams of each stream's peak bounds the counter in any
-// interleaving, so bound < 15 proves no counter ever saturated.
-func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, bound []int32) (adds, removes uint64) {
+// interleaving, so bound < 15 proves no counter ever saturated. It returns
+// the stream, whose next operation is number n and whose live entries are
+// the items the n operations left.
+func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, bound []int32) *mpStream {
 	st := newMPStream(cfg, seed, s)
 	cur := make([]int16, len(total))
 	peak := make([]int16, len(total))
@@ -362,9 +364,6 @@ func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, b
 		d := int16(1)
 		if op.remove {
 			d = -1
-			removes++
-		} else {
-			adds++
 		}
 		for _, p := range mpPositions(m, seed, op.code, pos[:]) {
 			total[p] += int32(d)
@@ -375,7 +374,7 @@ func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, b
 	for p, v := range peak {
 		bound[p] += int32(v)
 	}
-	return
+	return st
 }
 
 func mpMaxBound(bound []int32) int32 {
@@ -526,8 +525,7 @@ func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
 	want := make([]int32, fm.desc.Counters)
 	bound := make([]int32, fm.desc.Counters)
 	for s := 0; s < 2*nprocs; s++ {
-		a, r := mpReplay(fm, seed, cfg, s, uint64(ops), want, bound)
-		res.wantItems += a - r
+		res.wantItems += uint64(len(mpReplay(fm, seed, cfg, s, uint64(ops), want, bound).live))
 	}
 	res.bound = mpMaxBound(bound)
 	res.counters = len(want)
@@ -966,7 +964,7 @@ type mpBusy struct {
 // mpKillCheck verifies one trial; it returns an error describing the first
 // violation. finishWindowOK tolerates records cut inside finish (see the bug
 // report in TestMPKillFinishWindow).
-func mpKillCheck(t *testing.T, path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStats, finishWindowOK bool) (err error) {
+func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStats, finishWindowOK bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -1081,16 +1079,12 @@ func mpKillCheck(t *testing.T, path string, lg *mpShm, nprocs int, seed uint64, 
 			if started != completed && started != completed+1 {
 				return fmt.Errorf("log of stream %d: started %d, completed %d", s, started, completed)
 			}
-			a, r := mpReplay(m, seed, cfg, s, completed, base, bound)
-			items += int64(a) - int64(r)
+			ss := mpReplay(m, seed, cfg, s, completed, base, bound)
+			items += int64(len(ss.live))
 			completedOf[p] += completed
 			st.ops += completed
 			if started == completed+1 {
-				ss := newMPStream(cfg, seed, s)
-				var op mpOp
-				for i := uint64(0); i < started; i++ {
-					op = ss.next()
-				}
+				op := ss.next()
 				var kb [8]byte
 				kh := m.keyHash(hashes{native: HashKey(seed, mpKey(op.code, &kb))})
 				snc = append(snc, &mpSNC{proc: p, g: g, op: op, kh: kh, rec: -1})
@@ -1440,7 +1434,7 @@ func mpKillRun(t *testing.T, trials int, finishWindowOK bool) *mpKillStats {
 				t.Fatalf("trial %d: %s crashed (%v):\n%s", trial, p.name, p.err, p.out)
 			}
 		}
-		if err := mpKillCheck(t, path, lg, nprocs, seed, st, finishWindowOK); err != nil {
+		if err := mpKillCheck(path, lg, nprocs, seed, st, finishWindowOK); err != nil {
 			t.Fatalf("trial %d (%d writers, seed %#x): %v", trial, nprocs, seed, err)
 		}
 		st.trials++
