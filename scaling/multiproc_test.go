@@ -838,9 +838,9 @@ func mpRunGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
 //     one compare-and-swap that may or may not have happened (Doubt lies
 //     wholly inside Changed: it happened; wholly outside: "doubt" unknown).
 //     A record with empty masks says nothing changed, so its operation's
-//     effect must be none; the check still allows "all" for it and counts
-//     that case separately ("finish window", a contract violation: see
-//     TestMPKillFinishWindow).
+//     effect must be none; the check still allows "all" for it, to name
+//     the violation when only "all" fits: a record cut inside
+//     record.finish after its masks were cleared ("finish window").
 // A non-idle record whose hash names no SNC operation must have empty masks
 // (it was claimed and its hash not yet stored: "stale"); it then stands for
 // one of its process's unmatched SNC operations of its type, which has had no
@@ -927,7 +927,6 @@ type mpKillStats struct {
 	cutAmbiguous                     int    // several resolutions fit
 	busyRecords                      int
 	emptyBusy                        int // non-idle records with empty masks
-	finishWindow                     int // ... whose operation had fully happened (BUG)
 	staleHash                        int // non-idle records with empty masks naming another key
 	doubtBits                        int // positions named by unresolved Doubt masks
 	doubtMasks                       int // records with an unresolved Doubt mask
@@ -962,9 +961,8 @@ type mpBusy struct {
 }
 
 // mpKillCheck verifies one trial; it returns an error describing the first
-// violation. finishWindowOK tolerates records cut inside finish (see the bug
-// report in TestMPKillFinishWindow).
-func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStats, finishWindowOK bool) (err error) {
+// violation.
+func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStats) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -1347,11 +1345,7 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 				// The record names this operation (same hash), its masks say
 				// nothing changed, yet every counter changed: it was cut in
 				// record.finish after the masks were cleared.
-				x.outcome = "finish-window"
-				st.finishWindow++
-				if !finishWindowOK {
-					return fmt.Errorf("process %d stream %d: the non-idle record %d/%d has empty Changed/Doubt masks, yet the cut operation %+v had changed all its counters (record cut inside finish)", x.proc, x.proc*2+x.g, busy[x.rec].slot, busy[x.rec].r, x.op)
-				}
+				return fmt.Errorf("process %d stream %d: the non-idle record %d/%d has empty Changed/Doubt masks, yet the cut operation %+v had changed all its counters (record cut inside finish)", x.proc, x.proc*2+x.g, busy[x.rec].slot, busy[x.rec].r, x.op)
 			case !same:
 				x.outcome = "ambiguous"
 			default:
@@ -1363,7 +1357,7 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 		switch x.outcome {
 		case "none":
 			st.cutNone++
-		case "full", "finish-window":
+		case "full":
 			st.cutFull++
 		case "partial":
 			st.cutPartial++
@@ -1377,7 +1371,7 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 	return nil
 }
 
-func mpKillRun(t *testing.T, trials int, finishWindowOK bool) *mpKillStats {
+func mpKillRun(t *testing.T, trials int) *mpKillStats {
 	dir := t.TempDir()
 	st := &mpKillStats{conditions: map[Condition]int{}}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
@@ -1434,7 +1428,7 @@ func mpKillRun(t *testing.T, trials int, finishWindowOK bool) *mpKillStats {
 				t.Fatalf("trial %d: %s crashed (%v):\n%s", trial, p.name, p.err, p.out)
 			}
 		}
-		if err := mpKillCheck(path, lg, nprocs, seed, st, finishWindowOK); err != nil {
+		if err := mpKillCheck(path, lg, nprocs, seed, st); err != nil {
 			t.Fatalf("trial %d (%d writers, seed %#x): %v", trial, nprocs, seed, err)
 		}
 		st.trials++
@@ -1448,11 +1442,11 @@ func mpKillRun(t *testing.T, trials int, finishWindowOK bool) *mpKillStats {
 func (st *mpKillStats) String() string {
 	return fmt.Sprintf("%d trials, %d writers (%d SIGKILLed, %d exited), %d completed ops; %d cut ops: %d no effect, %d full effect, %d partial (%d ambiguous trials); "+
 		"%d non-idle records (%d with empty masks, %d naming the previous key); %d unresolved Doubt masks covering %d positions (CAS had happened: %d, had not: %d, undecidable: %d); "+
-		"finish-window records: %d; idle records with stray masks: %d; conditions %v; StateErrors %d; trials with phase clean %d; "+
+		"idle records with stray masks: %d; conditions %v; StateErrors %d; trials with phase clean %d; "+
 		"%d counters in %d trials may have saturated (left out of the exact check)",
 		st.trials, st.children, st.killed, st.exited, st.ops, st.cut, st.cutNone, st.cutFull, st.cutPartial, st.cutAmbiguous,
 		st.busyRecords, st.emptyBusy, st.staleHash, st.doubtMasks, st.doubtBits, st.doubtApplied, st.doubtNotApplied, st.doubtAmbiguous,
-		st.finishWindow, st.idleStray, st.conditions, st.stateErrors, st.phaseClean,
+		st.idleStray, st.conditions, st.stateErrors, st.phaseClean,
 		st.satCounters, st.satTrials)
 }
 
@@ -1460,36 +1454,22 @@ func (st *mpKillStats) String() string {
 // (with AllowUnclean) without panic, report Interrupted exactly when an
 // operation was cut, whose dead slots are seen as dead, whose non-idle
 // records name exactly the cut operations, and whose counters equal the
-// replay of the completed operations plus the recorded partial ones.
+// replay of the completed operations plus the recorded partial ones. This
+// includes records cut inside record.finish: while the op word names the
+// operation, Changed must name every counter it changed. That window is
+// narrow: with record.finish clearing the masks before the op word, 2 of
+// 1,200 trials met it, hence the many trials.
 func TestMPKill9(t *testing.T) {
-	trials := 200
+	trials := 600
 	if testing.Short() {
-		trials = 20
+		trials = 60
 	}
 	start := time.Now()
-	// Records cut inside finish are tolerated here and counted; the strict
-	// check is TestMPKillFinishWindow.
-	st := mpKillRun(t, trials, true)
+	st := mpKillRun(t, trials)
 	t.Logf("%v in %v", st, time.Since(start).Round(time.Millisecond))
-	if st.finishWindow > 0 {
-		t.Logf("BUG seen %d times: a non-idle record with empty masks whose operation had completed (see TestMPKillFinishWindow)", st.finishWindow)
-	}
 	if st.killed == 0 {
 		t.Fatal("no writer was killed")
 	}
-	st.checkSaturation(t)
-}
-
-// TestMPKillFinishWindow is TestMPKill9 with the record contract enforced
-// also inside record.finish: while the op word is non-idle, Changed must
-// name every counter the operation changed.
-func TestMPKillFinishWindow(t *testing.T) {
-	trials := 400
-	if testing.Short() {
-		trials = 40
-	}
-	st := mpKillRun(t, trials, false)
-	t.Logf("%v", st)
 	st.checkSaturation(t)
 }
 
