@@ -183,14 +183,6 @@ func mpWaitAll(t testing.TB, ctl *mpShm, procs []*mpProc, timeout time.Duration)
 
 func mpEnv(name string) string { return os.Getenv(mpEnvPfx + name) }
 
-func mpEnvInt(name string) int {
-	v, err := strconv.Atoi(mpEnv(name))
-	if err != nil {
-		panic(fmt.Sprintf("child: bad env %s%s=%q", mpEnvPfx, name, mpEnv(name)))
-	}
-	return v
-}
-
 func mpEnvU64(name string) uint64 {
 	v, err := strconv.ParseUint(mpEnv(name), 10, 64)
 	if err != nil {
@@ -198,6 +190,8 @@ func mpEnvU64(name string) uint64 {
 	}
 	return v
 }
+
+func mpEnvInt(name string) int { return int(mpEnvU64(name)) }
 
 func kv(name string, v any) string { return fmt.Sprintf("%s=%v", name, v) }
 
@@ -409,7 +403,7 @@ func mpChildStream() error {
 		return err
 	}
 	defer f.Close()
-	p, nprocs, ops := mpEnvInt("PROC"), mpEnvInt("NPROCS"), uint64(mpEnvInt("OPS"))
+	p, nprocs, ops := mpEnvInt("PROC"), mpEnvInt("NPROCS"), mpEnvU64("OPS")
 	racy := mpEnv("RACY") == "1"
 	seed := mpEnvU64("SEED")
 	cfg := mpNoLostCfg(2*nprocs, racy)
