@@ -120,14 +120,7 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 		defer ctl.close()
 		child = mpStart(b, "bench", "bench", kv("PATH", path), kv("CTL", ctl.f.Name()), kv("OP", op),
 			kv("QUOTA", b.N), kv("KEYBASE", uint64(1)<<40))
-		for ctl.load(mpBenchReady) == 0 {
-			select {
-			case <-child.done:
-				b.Fatalf("bench child: %v\n%s", child.err, child.out)
-			default:
-				time.Sleep(100 * time.Microsecond)
-			}
-		}
+		mpAwait(b, child, func() bool { return ctl.load(mpBenchReady) != 0 })
 	}
 	var c0 uint64
 	if ctl != nil {

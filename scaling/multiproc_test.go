@@ -135,7 +135,29 @@ func mpStart(t testing.TB, name, mode string, env ...string) *mpProc {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
+	t.Cleanup(func() { // a test that failed early leaves no child behind
+		cmd.Process.Kill()
+		<-p.done
+	})
 	return p
+}
+
+// mpAwait waits until ready() holds; it fails the test if child p exits
+// first or a minute passes.
+func mpAwait(t testing.TB, p *mpProc, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ready() {
+		select {
+		case <-p.done:
+			t.Fatalf("child %s exited before it was ready (%v):\n%s", p.name, p.err, p.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %s: not ready after a minute", p.name)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // mpWaitAll waits for every child; when one fails it sets the abort word of
@@ -1387,22 +1409,8 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 			procs = append(procs, mpStart(t, fmt.Sprintf("trial %d writer %d", trial, p), "kill",
 				kv("PATH", path), kv("LOG", lg.f.Name()), kv("PROC", p), kv("NPROCS", nprocs), kv("SEED", seed)))
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for p := 0; p < nprocs; p++ {
-			for lg.load(p*mpLogProcWords) == 0 {
-				select {
-				case <-procs[p].done:
-					t.Fatalf("trial %d: writer %d exited before it was ready (%v):\n%s", trial, p, procs[p].err, procs[p].out)
-				default:
-				}
-				if time.Now().After(deadline) {
-					for _, q := range procs {
-						q.cmd.Process.Kill()
-					}
-					t.Fatalf("trial %d: writers not ready", trial)
-				}
-				time.Sleep(200 * time.Microsecond)
-			}
+		for p, proc := range procs {
+			mpAwait(t, proc, func() bool { return lg.load(p*mpLogProcWords) != 0 })
 		}
 		lg.store(mpLogGo, 1)
 		// Kill each writer at its own random moment 5-60 ms after the start.
@@ -1629,14 +1637,7 @@ func TestMPReaders(t *testing.T) {
 	reader := mpStart(t, "reader", "reader", kv("PATH", path), kv("MARK", mk.f.Name()), kv("REPORT", report))
 	// The writers start once the reader has opened the file: an Open racing
 	// a writer's first dirty mark is TestMPOpenDuringFirstMark's matter.
-	for mk.load(mpRdOpened) == 0 {
-		select {
-		case <-reader.done:
-			t.Fatalf("reader exited early (%v):\n%s", reader.err, reader.out)
-		default:
-			time.Sleep(200 * time.Microsecond)
-		}
-	}
+	mpAwait(t, reader, func() bool { return mk.load(mpRdOpened) != 0 })
 	var writers []*mpProc
 	for p := 0; p < 2; p++ {
 		writers = append(writers, mpStart(t, fmt.Sprintf("writer-%d", p), "rwriter",
@@ -1714,15 +1715,7 @@ func TestMPOpenDuringFirstMark(t *testing.T) {
 	}()
 	<-paused
 	child := mpStart(t, "open", "open", kv("PATH", path), kv("CTL", ctl.f.Name()))
-	for ctl.load(mpCtlBarrier) == 0 {
-		select {
-		case <-child.done:
-		default:
-			time.Sleep(100 * time.Microsecond)
-			continue
-		}
-		break
-	}
+	mpAwait(t, child, func() bool { return ctl.load(mpCtlBarrier) != 0 })
 	time.Sleep(50 * time.Millisecond)
 	close(resume)
 	if err := <-marked; err != nil {
