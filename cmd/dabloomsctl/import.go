@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
 )
@@ -77,7 +75,7 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			a.logf("imported %s (%s file, %d filter(s), max_id %d, mem_seqnum %d, disk_seqnum %d: %s) into %s: %s, %d bytes",
 				args[0], kind, rep.Filters, rep.MaxID, rep.MemSeqnum, rep.DiskSeqnum, rep.State, args[1], st.Condition, st.FileSize)
 			if st.Condition != scaling.Clean && st.Condition != scaling.Unflushed {
-				return &exitError{code: exitUnclean, err: fmt.Errorf("the original was %s: rebuild the new file from your data (repair --rebuild-from)", rep.State)}
+				return uncleanf("the original was %s: rebuild the new file from your data (repair --rebuild-from)", rep.State)
 			}
 			return nil
 		},
