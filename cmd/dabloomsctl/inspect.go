@@ -115,7 +115,7 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 	if err != nil {
 		if rep != nil || isCorruption(err) {
 			if rep == nil {
-				rep = &recover.Report{Path: path, State: recover.Corrupt, Findings: []recover.Finding{corruptFinding(err)}}
+				rep = corruptReport(path, err)
 			}
 			a.warnf("cannot open %s: %v", path, err)
 			code := reportExit(rep)

@@ -36,7 +36,7 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			if err != nil {
 				if r == nil && isCorruption(err) {
 					// Not even a report: the file is corrupt beyond reading.
-					r = &recover.Report{Path: args[0], State: recover.Corrupt, Findings: []recover.Finding{corruptFinding(err)}}
+					r = corruptReport(args[0], err)
 				} else if r == nil {
 					return err
 				} else {
@@ -65,12 +65,13 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 	}
 }
 
-// corruptFinding turns an error that stopped the reading into a finding.
-func corruptFinding(err error) recover.Finding {
+// corruptReport is the report of a file whose reading err stopped: corrupt,
+// with err as its one finding.
+func corruptReport(path string, err error) *recover.Report {
 	f := recover.Finding{State: recover.Corrupt, Filter: -1, Slot: -1, Offset: -1, Message: err.Error()}
 	var ce *scaling.CorruptionError
 	if errors.As(err, &ce) {
 		f.Filter, f.Offset, f.Field, f.Message = ce.Filter, ce.Offset, ce.Field, ce.Reason
 	}
-	return f
+	return &recover.Report{Path: path, State: recover.Corrupt, Findings: []recover.Finding{f}}
 }
