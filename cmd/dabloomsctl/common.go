@@ -136,25 +136,28 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 	if from == "" {
 		return nil
 	}
-	var r io.Reader
-	name := from
-	var total int64
-	if from == "-" {
-		r, name = a.stdin, "stdin"
-	} else {
-		f, err := os.Open(from)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			total = st.Size()
-		}
-		r = f
-	}
-	return a.scanLines(ctx, r, name, verb, total, func(line int, key []byte, id uint64, hasID bool) error {
+	lineFn := func(line int, key []byte, id uint64, hasID bool) error {
 		return fn(item{key: key, id: id, hasID: hasID, line: line})
-	})
+	}
+	if from == "-" {
+		return a.scanLines(ctx, a.stdin, "stdin", verb, 0, lineFn)
+	}
+	return a.scanFile(ctx, from, verb, lineFn)
+}
+
+// scanFile is scanLines over the file at path, with the progress bar over
+// its size when it is a regular file.
+func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var total int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		total = st.Size()
+	}
+	return a.scanLines(ctx, f, path, label, total, fn)
 }
 
 // scanLines calls fn for every non-empty KEY or KEY<TAB>ID line of r (named

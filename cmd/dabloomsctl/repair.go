@@ -171,20 +171,11 @@ func freeBackupName(path string) string {
 // in [first, last]. It counts the keys it yields in *n.
 func (a *app) lineSource(ctx context.Context, path string, n *uint64) recover.Source {
 	return func(first, last uint64, add func(key []byte, id uint64) error) error {
-		fh, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		var total int64
-		if st, err := fh.Stat(); err == nil {
-			total = st.Size()
-		}
 		label := fmt.Sprintf("rebuild ids %d..%d", first, last)
 		if last == math.MaxUint64 {
 			label = fmt.Sprintf("rebuild ids %d..", first)
 		}
-		return a.scanLines(ctx, fh, path, label, total, func(line int, key []byte, id uint64, hasID bool) error {
+		return a.scanFile(ctx, path, label, func(line int, key []byte, id uint64, hasID bool) error {
 			if !hasID {
 				return &inputError{name: path, line: line, msg: "no id: --rebuild-from needs KEY<TAB>ID lines"}
 			}
