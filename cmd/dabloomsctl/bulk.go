@@ -43,7 +43,7 @@ type bulkJSON struct {
 }
 
 // runBulk adds or removes the keys of the command line and of --from.
-func (a *app) runBulk(ctx context.Context, op string, path string, keys []string, o *bulkOpts) (err error) {
+func (a *app) runBulk(ctx context.Context, op string, path string, keys []string, o *bulkOpts) error {
 	if len(keys) == 0 && o.from == "" {
 		return usageErrorf("%s needs keys or --from", op)
 	}
@@ -54,12 +54,7 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if err != nil {
 		return err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			f.Close()
-		}
-	}()
+	defer f.Close() // idempotent: the Close below is the one whose error counts
 	res := bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}
 	var missing []string
 	apply := func(it item) error {
@@ -111,7 +106,6 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	}
 	st := f.Stats()
 	res.MemSeqnum, res.DiskSeqnum, res.Items, res.Filters = st.MemSeqnum, st.DiskSeqnum, st.Count, len(st.Filters)
-	closed = true
 	if cerr := f.Close(); cerr != nil {
 		runErr = errors.Join(runErr, cerr)
 	}
