@@ -15,6 +15,7 @@
 //	dabloomsctl flush FILE
 //	dabloomsctl backup FILE DEST [--wait D] [--force]
 //	dabloomsctl bench [--keys N] [--capacity N] [--error-rate P] [--dir DIR]
+//	dabloomsctl import-dablooms OLD NEW --capacity C --error-rate P [--counting] [--force]
 //
 // Global flags: --json (one JSON document on stdout), -q/--quiet (no
 // summary, no progress bar), --progress auto|always|never, --lock-timeout D.
@@ -66,7 +67,7 @@
 //	tightening_ratio  number   error-target multiplier per new filter
 //	seed              string   hash seed, hex
 //	hash              string   "xxh64" or "murmur3-dablooms"
-//	layout            string   "blocked512" or "classic"
+//	layout            string   "blocked1024", "blocked512" or "classic"
 //
 // dabloomsctl.create/v1:
 //
