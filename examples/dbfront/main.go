@@ -203,12 +203,11 @@ func run(w io.Writer, cfg config) error {
 		return err
 	}
 	s := &store{db: db, f: f}
-	closeFilter := func() {
+	defer func() {
 		if s.f != nil {
 			s.f.Close()
 		}
-	}
-	defer func() { closeFilter() }()
+	}()
 
 	// 1. Fill the table and the filter.
 	var urls []string
@@ -282,13 +281,7 @@ func run(w io.Writer, cfg config) error {
 	//    counters of the filters changed since the flush.
 	s.f.Close()
 	s.f = nil
-	var dirtyRanges [][3]int64
-	for _, fs := range st.Filters {
-		if fs.Dirty {
-			dirtyRanges = append(dirtyRanges, [3]int64{int64(fs.Index), fs.Offset, fs.Bytes})
-		}
-	}
-	if err := zeroRanges(filterPath, dirtyRanges); err != nil {
+	if err := zeroDirty(filterPath, st.Filters); err != nil {
 		return err
 	}
 	_, err = scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot})
@@ -341,16 +334,19 @@ func run(w io.Writer, cfg config) error {
 	return nil
 }
 
-// zeroRanges overwrites [offset, offset+length) of the file with zeros for
-// each range: the pages an OS crash lost.
-func zeroRanges(path string, ranges [][3]int64) error {
+// zeroDirty overwrites the counters of the filters marked dirty with zeros:
+// the pages an OS crash lost.
+func zeroDirty(path string, filters []scaling.FilterStats) error {
 	fh, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	for _, r := range ranges {
-		if _, err := fh.WriteAt(make([]byte, r[2]), r[1]); err != nil {
+	for _, fs := range filters {
+		if !fs.Dirty {
+			continue
+		}
+		if _, err := fh.WriteAt(make([]byte, fs.Bytes), fs.Offset); err != nil {
 			return err
 		}
 	}
