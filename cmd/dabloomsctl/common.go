@@ -218,23 +218,21 @@ func fillBar(fill float64, width int, fancy bool) string {
 	return "[" + strings.Repeat(full, n) + strings.Repeat(empty, width-n) + "]"
 }
 
-// idRange formats a filter's id range; an empty filter has none.
+// idRange formats the id range of a filter that is not empty.
 func idRange(first, last uint64) string {
-	if first == math.MaxUint64 || first > last {
-		return "-"
-	}
 	if first == last {
 		return strconv.FormatUint(first, 10)
 	}
 	return strconv.FormatUint(first, 10) + ".." + strconv.FormatUint(last, 10)
 }
 
-// jsonID is an id range bound for JSON: null when the filter is empty.
-func jsonID(first, last uint64, v uint64) *uint64 {
+// jsonIDs are a filter's id range bounds for JSON: null while the filter is
+// empty (its range is then MaxUint64..0).
+func jsonIDs(first, last uint64) (*uint64, *uint64) {
 	if first == math.MaxUint64 || first > last {
-		return nil
+		return nil, nil
 	}
-	return &v
+	return &first, &last
 }
 
 func humanBytes(n int64) string {

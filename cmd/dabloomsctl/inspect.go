@@ -173,8 +173,9 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 	}
 	out.SeqnumMeaning = seqnumMeaning(st)
 	for _, fs := range st.Filters {
+		firstID, lastID := jsonIDs(fs.FirstID, fs.LastID)
 		fj := inspectFilterJSON{
-			Index: fs.Index, FirstID: jsonID(fs.FirstID, fs.LastID, fs.FirstID), LastID: jsonID(fs.FirstID, fs.LastID, fs.LastID),
+			Index: fs.Index, FirstID: firstID, LastID: lastID,
 			Capacity: fs.Capacity, Items: fs.Count, Fill: fs.Fill, ErrorTarget: fs.ErrorTarget,
 			EstimatedFPR: fs.EstimatedFPR, K: fs.K, Counters: fs.Counters, Bytes: fs.Bytes, Offset: fs.Offset,
 			Layout: fs.Layout, Hash: fs.Hash, Dirty: fs.Dirty,

@@ -107,8 +107,9 @@ func toReportJSON(r *recover.Report) reportJSON {
 		out.Findings = append(out.Findings, findingJSON{State: f.State.String(), Filter: f.Filter, Slot: f.Slot, Offset: f.Offset, Field: f.Field, Message: f.Message})
 	}
 	for _, f := range r.Filters {
+		firstID, lastID := jsonIDs(f.FirstID, f.LastID)
 		out.Filters = append(out.Filters, filterReportJSON{
-			Index: f.Index, FirstID: jsonID(f.FirstID, f.LastID, f.FirstID), LastID: jsonID(f.FirstID, f.LastID, f.LastID),
+			Index: f.Index, FirstID: firstID, LastID: lastID,
 			Capacity: f.Capacity, Items: f.Items, K: f.K, Counters: f.Counters, CounterSum: f.CounterSum,
 			Saturated: f.Saturated, Dirty: f.Dirty, Offset: f.Offset, Length: f.Length,
 		})
