@@ -113,7 +113,7 @@ naming its version.
 	return root
 }
 
-// exactArgs, rangeArgs and minArgs are cobra's validators returning usage errors.
+// exactArgs and minArgs are cobra's validators, returning usage errors.
 func exactArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
