@@ -130,7 +130,7 @@ func run(w io.Writer, cfg config) error {
 	p("")
 
 	// 5. Ask about every word, and about as many words never added.
-	var tp, fn, fp, tn, fpNever, never int
+	var tp, fn, fp, tn, fpNever int
 	for i, word := range words {
 		present := f.ContainsString(word)
 		if i%5 == 4 { // removed
@@ -144,11 +144,11 @@ func run(w io.Writer, cfg config) error {
 		} else {
 			fn++
 		}
-		never++
 		if f.ContainsString(word + "-never-added") {
 			fpNever++
 		}
 	}
+	never := len(words) // one never-added word per word
 	negatives := removed + never
 	fpr := float64(fp+fpNever) / float64(negatives)
 	p("answers:")
