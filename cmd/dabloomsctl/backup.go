@@ -42,7 +42,9 @@ completed flush, while other processes keep the file open.
 What it does, and so what consistency it gives:
   1. it opens FILE for writing and flushes it (as 'flush' does);
   2. it reads the state word (phase and epoch), the number of filters, the
-     two metadata copies and the file size: the phase must be "clean";
+     two metadata copies and the file size: the phase must be "clean", and
+     both copies must list the published number of filters (no growth is
+     half done: a growth rewrites the copies while the phase is clean);
   3. it copies every byte of FILE to a temporary file beside DEST;
   4. it reads those words again. Any change to a filter's counters is
      preceded by moving the phase away from "clean", and the phase returns
@@ -100,6 +102,23 @@ type fingerprint struct {
 
 func (p *fingerprint) equal(q *fingerprint) bool {
 	return p.size == q.size && p.state == q.state && p.published == q.published && bytes.Equal(p.meta, q.meta)
+}
+
+// settled reports whether no growth is half done. A growth writes metadata
+// copy A, then copy B, syncing each, while the phase is still clean, and
+// publishes the new filter count last: a copy made in between (the state
+// word, the size and both copies can stay still for a whole copy while a
+// sync runs) would hold two copies that disagree, which is not the flushed
+// file. So both copies must decode and list the published number of filters.
+func (p *fingerprint) settled() bool {
+	for c := range 2 {
+		base := int64(c) * header.MetaSize
+		m, err := header.Decode(p.meta[base:base+header.MetaSize], base, p.size)
+		if err != nil || uint64(len(m.Filters)) != p.published {
+			return false
+		}
+	}
+	return true
 }
 
 func readFingerprint(f *os.File) (*fingerprint, error) {
@@ -181,6 +200,9 @@ func (a *app) backup(ctx context.Context, src, dest string, wait time.Duration) 
 		}
 		if _, ph := seqnum.Unpack(before.state); ph != seqnum.Clean {
 			continue // a writer changed it since our flush
+		}
+		if !before.settled() {
+			continue // a growth is writing the metadata
 		}
 		if err := tmp.Truncate(0); err != nil {
 			return nil, err
