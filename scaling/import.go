@@ -87,8 +87,7 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 	dir := make([]header.FilterDesc, len(old.Filters))
 	off := int64(header.DataOffset)
 	for i, lf := range old.Filters {
-		words := (lf.Counters + 15) / 16
-		length := int64(words*8+header.PageSize-1) / header.PageSize * header.PageSize
+		length := filterLength(lf.Counters)
 		dir[i] = header.FilterDesc{
 			FirstID: lf.StartID, Capacity: capacity, Counters: lf.Counters, Offset: off, Length: length,
 			ErrorRate: lf.ErrorRate, K: lf.K, HashID: header.HashMurmur3Orig, LayoutID: header.LayoutPartitioned,

@@ -140,7 +140,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 	if err != nil {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
 	}
-	length := int64((counters+15)/16*8+header.PageSize-1) / header.PageSize * header.PageSize
+	length := filterLength(counters)
 	if off+length > header.MaxFileSize {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
 	}
@@ -148,6 +148,12 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length,
 		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
 	}, nil
+}
+
+// filterLength is the bytes a filter of n 4-bit counters takes in the file:
+// its counter words, rounded up to whole pages.
+func filterLength(n uint64) int64 {
+	return int64((n+15)/16*8+header.PageSize-1) / header.PageSize * header.PageSize
 }
 
 func itoa(i int) string {
