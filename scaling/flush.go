@@ -41,11 +41,10 @@ func (f *Filter) Flush() error {
 		defer f.file.Unlock(header.MetaBOffset)
 	}
 	size := f.r.Size()
-	ep, clean, ok := f.words.BeginFlush()
-	if clean {
-		return f.sync(0, size)
-	}
+	ep, _, ok := f.words.BeginFlush()
 	if !ok {
+		// Already clean, a writer is marking the file dirty, or another
+		// flush runs: sync, claim nothing.
 		return f.sync(0, size)
 	}
 	mem, busy := f.recordTotals()
