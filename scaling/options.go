@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -131,7 +132,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 	capy := filterCapacity(p, i)
 	target := filterTarget(p, i)
 	if capy == 0 || capy > header.MaxFileSize || !(target > 0) {
-		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "filter " + itoa(i) + " would not fit in a file"}
+		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "filter " + strconv.Itoa(i) + " would not fit in a file"}
 	}
 	lay := counting4.Layout(p.LayoutID)
 	// Sized for the slack too: a sealed filter takes up to that many more
@@ -154,11 +155,4 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 // its counter words, rounded up to whole pages.
 func filterLength(n uint64) int64 {
 	return int64((n+15)/16*8+header.PageSize-1) / header.PageSize * header.PageSize
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
