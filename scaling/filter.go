@@ -161,9 +161,7 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
 	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
-	if err := f.setBootID(o.BootID); err != nil {
-		return nil, err
-	}
+	f.setBootID(o.BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
 	}
@@ -233,9 +231,7 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
-	if err := f.setBootID(o.BootID); err != nil {
-		return nil, err
-	}
+	f.setBootID(o.BootID)
 	// Everything that reads the mapping during open runs under a fault
 	// guard: a file truncated underneath gives an error, not a SIGBUS.
 	var unclean *StateError
@@ -282,12 +278,11 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 	return f, nil
 }
 
-func (f *Filter) setBootID(s string) error {
+func (f *Filter) setBootID(s string) {
 	if s == "" {
 		s = SystemBootID()
 	}
 	f.bootID = ParseBootID(s)
-	return nil
 }
 
 // ParseBootID turns a boot identity into the 16 bytes recorded with the
