@@ -4,11 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"github.com/dablooms/dablooms/counting4"
 	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -30,7 +30,7 @@ func (f *Filter) claimSlot() error {
 		if err != nil {
 			return err
 		}
-		if slotInterrupted(w) {
+		if f.slotInFlight(s) > 0 {
 			if f.file != nil {
 				f.file.Unlock(header.SlotOffset(s))
 			}
@@ -62,13 +62,20 @@ func (f *Filter) claimSlot() error {
 	return ErrNoSlot
 }
 
-func slotInterrupted(w []uint64) bool {
+// recordOp is the op word of record r of slot s.
+func (f *Filter) recordOp(s, r int) *uint64 {
+	return f.hotWord(header.RecordOffset(s, r) + header.RecOpOff)
+}
+
+// slotInFlight counts the records of slot s that hold an operation in flight.
+func (f *Filter) slotInFlight(s int) int {
+	n := 0
 	for r := 0; r < header.RecordsPerSlot; r++ {
-		if atomic.LoadUint64(&w[(r+1)*header.LineSize/8+header.RecOpOff/8])&opTypeMask != 0 {
-			return true
+		if atomic.LoadUint64(f.recordOp(s, r))&opTypeMask != 0 {
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 func (f *Filter) releaseSlot() {

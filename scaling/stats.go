@@ -82,19 +82,9 @@ func (f *Filter) deadInFlight() int {
 		if s == f.slot {
 			continue
 		}
-		busy := 0
-		for r := 0; r < header.RecordsPerSlot; r++ {
-			if atomic.LoadUint64(f.hotWord(header.RecordOffset(s, r)+header.RecOpOff))&opTypeMask != 0 {
-				busy++
-			}
+		if busy := f.slotInFlight(s); busy > 0 && !f.slotLive(s) {
+			n += busy
 		}
-		if busy == 0 {
-			continue
-		}
-		if f.slotLive(s) {
-			continue
-		}
-		n += busy
 	}
 	return n
 }
