@@ -55,16 +55,11 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 func (f *Filter) Contains(key []byte) bool {
 	// No atomic read-modify-write here (see mapKeep): holding the chain
 	// keeps the mapping alive.
-	c := f.chain.Load()
-	if c == nil {
-		return false
-	}
-	h := f.hash(c, key)
 	c, err := f.current()
 	if err != nil {
 		return false
 	}
-	found := containsIn(c, h)
+	found := containsIn(c, f.hash(c, key))
 	runtime.KeepAlive(c)
 	return found
 }
