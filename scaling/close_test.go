@@ -2,7 +2,6 @@ package scaling
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,5 +174,5 @@ func lastLines(s string, n int) string {
 	if len(l) > n {
 		l = l[len(l)-n:]
 	}
-	return fmt.Sprint(strings.Join(l, "\n"))
+	return strings.Join(l, "\n")
 }

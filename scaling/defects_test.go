@@ -208,7 +208,7 @@ func TestDefectOpenBadFiles(t *testing.T) {
 	zeros := make([]byte, len(good))
 	add("zeros of the right size", zeros)
 	for _, name := range []string{"scaling_1000_0.05.bin", "scaling_dupids.bin", "counting_1000_0.05.bin"} {
-		b, err := os.ReadFile(filepath.Join("../../shared/testdata/dablooms-0.9.1", name))
+		b, err := os.ReadFile(filepath.Join(origTestdata, name))
 		if err != nil {
 			t.Logf("original's file %s not available: %v", name, err)
 			continue

@@ -2,7 +2,6 @@ package scaling
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -102,15 +101,6 @@ func (r *origReader) contains(key []byte) bool {
 	return false
 }
 
-func sum256(t *testing.T, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
-
 func TestImportDablooms(t *testing.T) {
 	cases := []struct {
 		file      string
@@ -129,7 +119,7 @@ func TestImportDablooms(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			old := origFile(t, tc.file)
-			before := sum256(t, old)
+			before := t2Identify(t, old)
 			orig := readOrig(t, old, tc.capacity, tc.e, tc.counting)
 			newPath := filepath.Join(t.TempDir(), "new.dbl")
 			imp := ImportDablooms
@@ -141,7 +131,7 @@ func TestImportDablooms(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if sum256(t, old) != before {
+			if t2Identify(t, old) != before {
 				t.Fatal("the original file changed")
 			}
 			if rep.State != tc.state || f.MemSeqnum() != tc.mem || f.DiskSeqnum() != tc.disk || f.Condition() != tc.condition {
@@ -242,7 +232,7 @@ func TestImportDabloomsRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := sum256(t, tc.path)
+			before := t2Identify(t, tc.path)
 			newPath := filepath.Join(t.TempDir(), "new.dbl")
 			f, _, err := ImportDablooms(newPath, tc.path, tc.capacity, tc.e, nil)
 			if err == nil {
@@ -252,7 +242,7 @@ func TestImportDabloomsRefuses(t *testing.T) {
 			if !errors.Is(err, legacy.ErrSizeMismatch) && !errors.Is(err, legacy.ErrBadParams) {
 				t.Fatalf("error %v is neither ErrSizeMismatch nor ErrBadParams", err)
 			}
-			if sum256(t, tc.path) != before {
+			if t2Identify(t, tc.path) != before {
 				t.Fatal("the original file changed")
 			}
 			if _, err := os.Stat(newPath); !os.IsNotExist(err) {
