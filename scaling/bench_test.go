@@ -22,6 +22,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"golang.org/x/sys/unix"
 )
@@ -29,15 +30,16 @@ import (
 const t2BenchKeyLen = 16 // len("key-000000000000")
 
 type t2BenchCase struct {
-	mode t2Mode
-	size int
-	name string
+	mode   t2Mode
+	size   int
+	name   string
+	layout counting4.Layout
 }
 
 var t2BenchCases = []t2BenchCase{
-	{t2File, 1_000_000, "file/1M"},
-	{t2File, 10_000_000, "file/10M"},
-	{t2Mem, 1_000_000, "memory/1M"},
+	{t2File, 1_000_000, "file/1M", counting4.Blocked1024},
+	{t2File, 10_000_000, "file/10M", counting4.Blocked1024},
+	{t2Mem, 1_000_000, "memory/1M", counting4.Blocked1024},
 }
 
 // t2BenchKeys holds 2n keys back to back (no per-key allocation) and a
@@ -91,8 +93,8 @@ var (
 	t2BuiltCache = map[t2BenchCase]*t2Built{}
 )
 
-func t2BenchOptions(n int) *Options {
-	return &Options{Capacity: uint64(n), ErrorRate: 0.01, Seed: 0xbe7c4}
+func t2BenchOptions(c t2BenchCase) *Options {
+	return &Options{Capacity: uint64(c.size), ErrorRate: 0.01, Seed: 0xbe7c4, Layout: c.layout}
 }
 
 // t2GetBuilt returns the cached filter of case c holding keys [0, n).
@@ -110,9 +112,9 @@ func t2GetBuilt(b *testing.B, c t2BenchCase) (*Filter, *t2BenchKeys) {
 		var f *Filter
 		var err error
 		if c.mode == t2File {
-			f, err = Create(filepath.Join(b.TempDir(), "bench.dbl"), t2BenchOptions(c.size))
+			f, err = Create(filepath.Join(b.TempDir(), "bench.dbl"), t2BenchOptions(c))
 		} else {
-			f, err = NewMemory(t2BenchOptions(c.size))
+			f, err = NewMemory(t2BenchOptions(c))
 		}
 		if err != nil {
 			e.err = err
@@ -142,17 +144,7 @@ func BenchmarkAdd(b *testing.B) {
 	for _, c := range t2BenchCases {
 		b.Run(c.name, func(b *testing.B) {
 			keys := t2GetKeys(c.size)
-			var f *Filter
-			var err error
-			if c.mode == t2File {
-				f, err = Create(filepath.Join(b.TempDir(), "add.dbl"), t2BenchOptions(c.size))
-			} else {
-				f, err = NewMemory(t2BenchOptions(c.size))
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
+			f, _ := t2New(b, c.mode, t2BenchOptions(c))
 			n := 2 * c.size
 			b.ReportAllocs()
 			b.ResetTimer()
