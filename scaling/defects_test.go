@@ -85,6 +85,26 @@ func TestDefectInvalidOptions(t *testing.T) {
 	}
 }
 
+// Open names the negative option it refuses, as Create does.
+func TestDefectInvalidOpenOptions(t *testing.T) {
+	for _, c := range []struct {
+		o     OpenOptions
+		field string
+	}{
+		{OpenOptions{LockTimeout: -time.Second}, "LockTimeout"},
+		{OpenOptions{Reserve: -1}, "Reserve"},
+	} {
+		f, err := Open(filepath.Join(t.TempDir(), "missing.dbl"), &c.o)
+		var oe *OptionError
+		if !errors.As(err, &oe) || oe.Field != c.field || !errors.Is(err, ErrInvalidOption) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("Open with %+v: %v, want an *OptionError for %s", c.o, err, c.field)
+		}
+	}
+}
+
 // A capacity that passes the cheap bound (≤ 2^40) but whose first filter
 // needs more than a 1 TiB file must be refused with an *OptionError naming
 // Capacity, and promptly; so must a growth that a hostile file's parameters

@@ -200,8 +200,11 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.LockTimeout < 0 || o.Reserve < 0 {
-		return nil, &OptionError{Field: "LockTimeout/Reserve", Value: o.LockTimeout, Reason: "must not be negative"}
+	switch {
+	case o.LockTimeout < 0:
+		return nil, &OptionError{Field: "LockTimeout", Value: o.LockTimeout, Reason: "must not be negative"}
+	case o.Reserve < 0:
+		return nil, &OptionError{Field: "Reserve", Value: o.Reserve, Reason: "must not be negative"}
 	}
 	mf, err := mmapfile.Open(path, &mmapfile.Options{
 		ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
