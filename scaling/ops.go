@@ -73,7 +73,8 @@ func containsIn(c *chain, h hashes) bool {
 	// any, so the cache misses of the chain overlap instead of following one
 	// another (a prefetch, unlike the load that was here, holds nothing up:
 	// 10-filter chain at 10M keys, present 916 -> 687-732 ns, absent 941 ->
-	// 771-907 ns); then test newest first (recent keys are the likelier hits).
+	// 771-907 ns: bench -systems ours-original, docs/PERFORMANCE.md); then
+	// test newest first (recent keys are the likelier hits).
 	var probes [header.MaxFilters]counting4.Probe
 	for i, m := range c.f {
 		probes[i] = m.cf.Prepare(m.keyHash(h))

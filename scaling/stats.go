@@ -160,10 +160,10 @@ func (f *Filter) Stats() Stats {
 		s.Path = f.file.Path()
 	}
 	for _, m := range c.f {
-		items := atomic.LoadUint64(m.items)
+		items, maxID := atomic.LoadUint64(m.items), atomic.LoadUint64(m.maxID)
 		lay := counting4.Layout(m.desc.LayoutID)
 		fs := FilterStats{
-			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: atomic.LoadUint64(m.maxID) & header.MaxID, Sealed: atomic.LoadUint64(m.maxID)&header.Sealed != 0,
+			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,
 			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
