@@ -225,10 +225,10 @@ func (a *analysis) readHot() {
 	a.bootMatch = a.stored == a.boot
 	a.hotOK = true
 	n := uint64(len(a.meta.Filters))
-	if a.epoch == 0 {
+	if !seqnum.ValidEpoch(a.epoch) {
 		a.hotOK = false
 		a.note(Corrupt, -1, -1, header.StateOffset, "state", header.ErrCorrupt,
-			"state word %#x has epoch 0, which no file ever has: the hot page cannot be trusted; Rebuild re-adds every filter", a.state)
+			"state word %#x has epoch %d, which no file ever has: the hot page cannot be trusted; Rebuild re-adds every filter", a.state, a.epoch)
 	}
 	switch {
 	case a.published > header.MaxFilters:

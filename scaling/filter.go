@@ -384,8 +384,8 @@ func (f *Filter) initFilterLine(i int) {
 // input too.
 func (f *Filter) validateHot(m *header.Meta) error {
 	st := atomic.LoadUint64(f.words.State)
-	if ep, _ := seqnum.Unpack(st); ep == 0 {
-		return &header.CorruptionError{Offset: header.StateOffset, Filter: -1, Field: "state", Reason: "epoch 0", Err: header.ErrCorrupt}
+	if ep, _ := seqnum.Unpack(st); !seqnum.ValidEpoch(ep) {
+		return &header.CorruptionError{Offset: header.StateOffset, Filter: -1, Field: "state", Reason: fmt.Sprintf("epoch %d", ep), Err: header.ErrCorrupt}
 	}
 	if pub := atomic.LoadUint64(f.published); pub > header.MaxFilters {
 		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}

@@ -23,6 +23,15 @@ func (p Phase) String() string {
 // Pending is set in a filter's mark word while its mark is being made durable.
 const Pending = uint64(1) << 63
 
+// MaxEpoch is the largest epoch a file may hold: a flush moves to epoch+1,
+// which must still fit the state word's 62 epoch bits. No file counts that
+// far (2^62 flushes), so a state word outside 1..MaxEpoch is garbage.
+const MaxEpoch = 1<<62 - 2
+
+// ValidEpoch reports whether epoch can be a file's: 1..MaxEpoch (a new file
+// starts at 1).
+func ValidEpoch(epoch uint64) bool { return epoch != 0 && epoch <= MaxEpoch }
+
 // Pack builds a state word.
 func Pack(epoch uint64, p Phase) uint64 { return epoch<<2 | uint64(p) }
 

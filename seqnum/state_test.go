@@ -480,3 +480,22 @@ func TestOnMarkBeforeMarking(t *testing.T) {
 		fx.expect(t, 5, Dirty)
 	}
 }
+
+// TestValidEpoch: a flush from any valid epoch must land on a valid epoch
+// that Pack keeps (the fuzzer found a state word at 2^62-1 whose repair
+// wrapped to epoch 0).
+func TestValidEpoch(t *testing.T) {
+	for _, c := range []struct {
+		epoch uint64
+		want  bool
+	}{{0, false}, {1, true}, {2, true}, {MaxEpoch - 1, true}, {MaxEpoch, true}, {MaxEpoch + 1, false}, {1<<62 - 1, false}, {1 << 62, false}, {^uint64(0), false}} {
+		if got := ValidEpoch(c.epoch); got != c.want {
+			t.Errorf("ValidEpoch(%d) = %v, want %v", c.epoch, got, c.want)
+		}
+		if c.want {
+			if ep, ph := Unpack(Pack(c.epoch+1, Clean)); ep != c.epoch+1 || ph != Clean {
+				t.Errorf("Pack(%d+1) does not round-trip: epoch %d phase %v", c.epoch, ep, ph)
+			}
+		}
+	}
+}
