@@ -70,6 +70,10 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		p.act("reset the hot page, filter lines and writer slots")
 		epoch = 0
 	}
+	// The epoch the repaired file moves to. Only a hostile file is at
+	// MaxEpoch; it stays there (a clean file's marks do not matter, and a
+	// dirty one's all read dirty: conservative) rather than wrap to 0.
+	next := min(epoch+1, seqnum.MaxEpoch)
 	p.put(header.PublishedOffset, uint64(n))
 	p.zero(header.FlushCountOffset+8, header.BootIDOffset)
 	p.zero(header.CleanBootIDOffset+8, header.HotOffset+header.PageSize)
@@ -192,23 +196,23 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	switch {
 	case len(left) == 0:
 		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 {
-			p.put(header.StateOffset, seqnum.Pack(epoch+1, seqnum.Clean))
+			p.put(header.StateOffset, seqnum.Pack(next, seqnum.Clean))
 			p.put(header.DiskSeqOffset, mem)
 			p.put(header.FlushCountOffset, le.Uint64(p.head[header.FlushCountOffset:])+1)
 			p.put(header.CleanBootIDOffset, le.Uint64(a.boot[:8]))
 			if !a.hotOK {
 				copy(p.head[header.BootIDOffset:], a.boot[:])
 			}
-			p.act("marked the file clean: epoch %d, disk_seqnum = mem_seqnum = %d", epoch+1, mem)
+			p.act("marked the file clean: epoch %d, disk_seqnum = mem_seqnum = %d", next, mem)
 		}
 	case a.trusted:
 		// Repair on this boot could not make some filters exact: they alone
 		// stay marked dirty, with a boot identity no machine has.
-		p.put(header.StateOffset, seqnum.Pack(epoch+1, seqnum.Dirty))
+		p.put(header.StateOffset, seqnum.Pack(next, seqnum.Dirty))
 		p.put(header.DiskSeqOffset, 0)
 		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
 		for _, i := range left {
-			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, epoch+1)
+			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, next)
 		}
 		p.act("left filters %v marked dirty: they need Rebuild", left)
 	default:
