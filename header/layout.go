@@ -17,6 +17,15 @@ const (
 
 	// HotOffset is the start of the global hot page.
 	HotOffset = 2 * PageSize
+	// GrowthLockOffset is the byte whose exclusive OFD lock a growth holds.
+	GrowthLockOffset = MetaAOffset
+	// FlushLockOffset is the byte whose exclusive OFD lock a flush holds.
+	FlushLockOffset = MetaBOffset
+	// OpenLockOffset is the byte on which every open handle, read-only ones
+	// included, holds a shared OFD lock for its lifetime. A whole-file
+	// rewrite (Repair's rename, Create with Overwrite) takes it exclusive
+	// and refuses while any handle has the file open.
+	OpenLockOffset = HotOffset
 	// StateOffset holds the state word: phase in bits 0-1, epoch in bits 2-63.
 	StateOffset = HotOffset + 0
 	// DiskSeqOffset holds disk_seqnum; meaningful only while the phase is clean.
@@ -40,6 +49,11 @@ const (
 	FilterMarkOff  = 8  // uint64: epoch of the dirty mark (bit 63: mark pending)
 	FilterMinIDOff = 16 // uint64: smallest id routed to the filter
 	FilterMaxIDOff = 24 // uint64: largest id routed to the filter; bit 63: Sealed
+	// FilterPendingOff counts the Adds admitted to the filter whose item
+	// count is not yet incremented (a hint that only makes the filter look
+	// fuller: a writer killed mid-Add leaves it too high; Repair zeroes it).
+	FilterPendingOff = 32 // uint64
+	// Words +40 to +56 of a filter line are reserved (zero).
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize
