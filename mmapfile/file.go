@@ -34,7 +34,8 @@ type File struct {
 	mu       sync.Mutex
 	f        *os.File
 	path     string
-	m        mmap.MMap // the whole reservation; after Detach, what Close unmaps
+	m        mmap.MMap   // the whole reservation; after Detach, what Close unmaps
+	outgrown []mmap.MMap // earlier, smaller reservations (see extend): unmapped only at Close
 	size     int64
 	readOnly bool
 	closed   bool // Detach or Close: no more file access
@@ -54,7 +55,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := checkFS(filepath.Dir(path), o.AllowNetworkFS); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := openRegular(path, flag, 0o644)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%w: %s", ErrExists, path)
@@ -83,7 +84,9 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	return mf, nil
 }
 
-// Open maps an existing regular file.
+// Open maps an existing regular file. Anything else (a FIFO, a device, a
+// directory) is refused without blocking: the file is opened non-blocking
+// and checked before anything reads it.
 func Open(path string, o *Options) (*File, error) {
 	if o == nil {
 		o = &Options{}
@@ -92,7 +95,7 @@ func Open(path string, o *Options) (*File, error) {
 	if o.ReadOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := openRegular(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +104,6 @@ func Open(path string, o *Options) (*File, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("mmapfile: %s is not a regular file (%v)", path, fi.Mode().Type())
 	}
 	if err := checkFS(path, o.AllowNetworkFS); err != nil {
 		f.Close()
@@ -118,14 +117,47 @@ func Open(path string, o *Options) (*File, error) {
 	return mf, nil
 }
 
+// openRegular opens path with O_NONBLOCK (an open(2) of a FIFO would
+// otherwise wait for a writer for ever), refuses anything but a regular
+// file, and then turns blocking I/O back on.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is a %v", ErrNotRegular, path, fi.Mode().Type())
+	}
+	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func (mf *File) mapIt(reserve int64) error {
 	if reserve <= 0 {
 		reserve = DefaultReserve
 	}
-	reserve = max(reserve, mf.size)
+	m, err := mf.mapReservation(max(reserve, mf.size))
+	if err != nil {
+		return err
+	}
+	mf.m = m
+	return nil
+}
+
+// mapReservation maps the file over reserve bytes (rounded up to pages).
+func (mf *File) mapReservation(reserve int64) (mmap.MMap, error) {
 	reserve = (reserve + PageSize() - 1) / PageSize() * PageSize()
 	if err := mf.fp.fail("mmap"); err != nil {
-		return fmt.Errorf("mmap %s: %w", mf.path, err)
+		return nil, fmt.Errorf("mmap %s: %w", mf.path, err)
 	}
 	prot := mmap.RDWR // mmap-go's own constant: MAP_SHARED, PROT_READ|PROT_WRITE
 	if mf.readOnly {
@@ -142,12 +174,27 @@ func (mf *File) mapIt(reserve int64) error {
 		m, err = mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
 	}
 	if err != nil {
-		return fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
+		return nil, fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
 	}
-	mf.m = m
 	// Lookups touch one block at random: read-ahead around a fault on a cold
 	// file would only read pages nobody asked for.
 	_ = unix.Madvise(m, unix.MADV_RANDOM)
+	return m, nil
+}
+
+// extend maps the file again over a reservation of at least size bytes
+// (twice the old one, or size if larger), when the file has outgrown the
+// old one: another handle grew it further than this handle reserved. The
+// old mapping stays as it is until Close (the same file pages, MAP_SHARED,
+// so slices handed out from it stay valid and see every change); Bytes and
+// Words hand out slices of the new one. Called with mu held.
+func (mf *File) extend(size int64) error {
+	m, err := mf.mapReservation(max(size, 2*int64(len(mf.m))))
+	if err != nil {
+		return fmt.Errorf("the file grew to %d bytes, beyond the %d this handle reserved, and could not be mapped again: %w", size, len(mf.m), err)
+	}
+	mf.outgrown = append(mf.outgrown, mf.m)
+	mf.m = m
 	return nil
 }
 
@@ -210,7 +257,9 @@ func (mf *File) Refresh() (int64, error) {
 		return 0, err
 	}
 	if st.Size > int64(len(mf.m)) {
-		return 0, fmt.Errorf("%w: file grew to %d bytes, beyond the %d reserved; reopen it", ErrRange, st.Size, len(mf.m))
+		if err := mf.extend(st.Size); err != nil {
+			return 0, err
+		}
 	}
 	mf.size = st.Size
 	return st.Size, nil
@@ -226,8 +275,11 @@ func (mf *File) Grow(size int64) error {
 		return ErrClosed
 	case mf.readOnly:
 		return ErrReadOnly
-	case size > int64(len(mf.m)):
-		return fmt.Errorf("%w: growing to %d bytes exceeds the %d reserved; reopen with a larger reservation", ErrRange, size, len(mf.m))
+	}
+	if size > int64(len(mf.m)) {
+		if err := mf.extend(size); err != nil {
+			return err
+		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(mf.Fd(), &st); err != nil {
@@ -327,12 +379,15 @@ func (mf *File) Detach() error {
 	}
 	mf.closed = true
 	var err error
-	if len(mf.m) > 0 {
+	for _, m := range append(mf.outgrown, mf.m) {
 		// The whole reservation: a slice may reach past the size this
 		// handle last saw (Bytes checks against the reservation).
-		if err = replace(mf.m, unix.PROT_READ); err != nil {
+		if len(m) == 0 {
+			continue
+		}
+		if rerr := replace(m, unix.PROT_READ); rerr != nil && err == nil {
 			// The file stays mapped (readers keep reading it) until Close.
-			err = fmt.Errorf("detach %s: %w", mf.path, err)
+			err = fmt.Errorf("detach %s: %w", mf.path, rerr)
 		}
 	}
 	if cerr := mf.f.Close(); err == nil {
@@ -357,10 +412,14 @@ func (mf *File) Close() error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
 	var err error
-	if mf.m != nil { // also a mapping Detach left behind
-		err = mf.m.Unmap()
-		mf.m = nil
+	for _, m := range append(mf.outgrown, mf.m) {
+		if m != nil { // also a mapping Detach left behind
+			if uerr := m.Unmap(); err == nil {
+				err = uerr
+			}
+		}
 	}
+	mf.m, mf.outgrown = nil, nil
 	if !mf.closed {
 		if cerr := mf.f.Close(); err == nil {
 			err = cerr

@@ -268,16 +268,32 @@ func TestGrowWithoutRemap(t *testing.T) {
 	}
 }
 
+// A file that outgrows a handle's reservation is mapped again: slices of
+// the old mapping stay valid and see the same pages (issue 11 item 5: a
+// handle whose reservation was outgrown answered false for every key).
 func TestGrowBeyondReserve(t *testing.T) {
 	f := mustCreate(t, tmpPath(t), 4096, &Options{Reserve: 64 << 10})
-	if err := f.Grow(64<<10 + 4096); !errors.Is(err, ErrRange) {
-		t.Fatalf("Grow past the reservation: %v, want ErrRange", err)
+	early, err := f.Bytes(0, 4096)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if f.Size() != 4096 {
-		t.Fatalf("failed Grow changed the size to %d", f.Size())
+	if err := f.Grow(64<<10 + 4096); err != nil {
+		t.Fatalf("Grow past the reservation: %v", err)
 	}
-	if err := f.Grow(64 << 10); err != nil {
-		t.Fatalf("Grow to exactly the reservation: %v", err)
+	if f.Size() != 64<<10+4096 {
+		t.Fatalf("size %d after Grow", f.Size())
+	}
+	late, err := f.Bytes(0, 64<<10+4096)
+	if err != nil {
+		t.Fatalf("Bytes of the grown file: %v", err)
+	}
+	copy(early, "old mapping")
+	if string(late[:11]) != "old mapping" {
+		t.Fatalf("new mapping sees %q, want what the old one wrote", late[:11])
+	}
+	copy(late[64<<10:], "tail")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -288,8 +304,40 @@ func TestRefreshBeyondReserve(t *testing.T) {
 	if err := big.Grow(32 << 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := small.Refresh(); !errors.Is(err, ErrRange) {
-		t.Fatalf("Refresh past the reservation: %v, want ErrRange", err)
+	tail, _ := big.Bytes(30<<10, 4)
+	copy(tail, "tail")
+	if n, err := small.Refresh(); err != nil || n != 32<<10 {
+		t.Fatalf("Refresh past the reservation = %d, %v; want 32 KiB, nil", n, err)
+	}
+	b, err := small.Bytes(30<<10, 4)
+	if err != nil || string(b) != "tail" {
+		t.Fatalf("after Refresh: %q, %v", b, err)
+	}
+}
+
+// Opening a FIFO neither blocks nor succeeds (issue 11 item 7).
+func TestOpenFIFO(t *testing.T) {
+	path := tmpPath(t)
+	if err := unix.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{true, false} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := Open(path, &Options{ReadOnly: ro})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) {
+				t.Errorf("Open(FIFO, read-only %v) = %v, want ErrNotRegular", ro, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Open(FIFO, read-only %v) blocked", ro)
+		}
+	}
+	if _, err := Create(path, 4096, &Options{Overwrite: true}); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("Create(FIFO, Overwrite) = %v, want ErrNotRegular", err)
 	}
 }
 

@@ -41,6 +41,7 @@ var (
 	ErrNetworkFS   = errors.New("mmapfile: file is on a network file system")
 	ErrLockTimeout = errors.New("mmapfile: timed out waiting for a lock")
 	ErrFault       = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
+	ErrNotRegular  = errors.New("mmapfile: not a regular file")
 )
 
 // Failpoints inject failures in tests. A nil function never fails.
