@@ -194,8 +194,14 @@ func (a *analysis) decodeMeta() bool {
 			good = 1
 		}
 		a.which, a.restore = good, 1-good
-		a.findings = append(a.findings, findingOf(Damaged, a.metaErrs[1-good],
-			fmt.Sprintf("metadata copy %s is bad (the file opens from copy %s; Repair restores it): ", copyName[1-good], copyName[good])))
+		f := findingOf(Damaged, a.metaErrs[1-good],
+			fmt.Sprintf("metadata copy %s is bad (the file opens from copy %s; Repair restores it): ", copyName[1-good], copyName[good]))
+		if errors.Is(f.Err, header.ErrNotDablooms) || errors.Is(f.Err, header.ErrVersion) {
+			// The other copy says what the file is: one bad copy is
+			// damage, not a foreign file or an unknown version.
+			f.Err = header.ErrCorrupt
+		}
+		a.findings = append(a.findings, f)
 	default:
 		for c := range 2 {
 			a.findings = append(a.findings, findingOf(Corrupt, a.metaErrs[c], fmt.Sprintf("metadata copy %s: ", copyName[c])))

@@ -608,3 +608,28 @@ func TestBackupSettled(t *testing.T) {
 		t.Error("settled with the new filter not yet published")
 	}
 }
+
+// TestOneBadCopyExit: a file whose metadata copy A has a bad magic opens
+// from copy B: verify and inspect call it damaged, exit 3, in text and
+// JSON, and never say it is not a dablooms file (issue 11, item 8).
+func TestOneBadCopyExit(t *testing.T) {
+	tr := newTranscript(t)
+	tr.step(0, "", "create $D/m.dbl --capacity 100 --error-rate 0.01 --seed 6")
+	tr.step(0, "", "add $D/m.dbl x y --id 1")
+	damage(t, tr.path("m.dbl"), header.MetaAOffset)
+	for _, line := range []string{"verify $D/m.dbl", "verify $D/m.dbl --json", "inspect $D/m.dbl", "inspect $D/m.dbl --json"} {
+		r := tr.readOnly(3, "m.dbl", line)
+		if strings.Contains(r.stderr, "not a dablooms file") {
+			t.Errorf("%s: %s", line, r.stderr)
+		}
+		if strings.HasSuffix(line, "--json") {
+			var doc struct {
+				State    string `json:"state"`
+				ExitCode int    `json:"exit_code"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.State != "damaged" || doc.ExitCode != 3 {
+				t.Errorf("%s: state %q, exit_code %d (%v); want damaged, 3", line, doc.State, doc.ExitCode, err)
+			}
+		}
+	}
+}

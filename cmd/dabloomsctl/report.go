@@ -84,12 +84,13 @@ func hex64(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 // reportExit maps a report to the exit code of verify, inspect and repair:
 // 0 for clean and unflushed, 3 for the other states, except that a file that
 // is not a dablooms file at all (or of an unknown version) is an
-// operational error, 1.
+// operational error, 1. Only a corrupt report can be that: a damaged file
+// has a valid metadata copy, so it is a dablooms file this version reads.
 func reportExit(r *recover.Report) int {
 	if r.State == recover.Clean || r.State == recover.Unflushed {
 		return exitOK
 	}
-	if err := r.Err(); errors.Is(err, header.ErrNotDablooms) || errors.Is(err, header.ErrVersion) {
+	if err := r.Err(); r.State == recover.Corrupt && (errors.Is(err, header.ErrNotDablooms) || errors.Is(err, header.ErrVersion)) {
 		return exitFail
 	}
 	return exitUnclean
