@@ -97,7 +97,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	}
 	if inPlace && !p.changed && a.size == p.size {
 		rep := a.report(path)
-		rep.Actions = append(p.actions, "nothing to repair")
+		rep.Actions = append(p.actions, "nothing to repair: the file was left as it is, and no backup was written")
 		return rep, nil
 	}
 
@@ -161,6 +161,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 			return nil, fmt.Errorf("recover: keeping the original as %s: %w", backup, e)
 		}
 		rep.Actions = append(rep.Actions, "kept the original as "+backup)
+		rep.Backup = backup
 		if err = step("backup"); err != nil {
 			keep = true
 			return nil, err

@@ -31,6 +31,9 @@ type Report struct {
 	NeedsRebuild []int
 	// Actions lists what Repair or Rebuild did (or, with DryRun, would do).
 	Actions []string
+	// Backup is where an in-place Repair or Rebuild kept the original file;
+	// "" when it kept none (nothing to repair, Output, DryRun, or an error).
+	Backup string
 }
 
 // FilterReport describes one filter of the chain.

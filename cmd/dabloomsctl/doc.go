@@ -133,7 +133,8 @@
 //
 // dabloomsctl.repair/v1:
 //
-//	path, output ("" in place), backup ("" if none was kept), rebuild_from,
+//	path, output ("" in place), backup ("" if no backup was written:
+//	--output, --dry-run, nothing to repair, or an error), rebuild_from,
 //	dry_run, keys (re-added from --rebuild-from), error ("" unless repair
 //	gave up and wrote nothing), state, exit_code, report (a verify/v1 report
 //	without "schema", of the file written, or of the file as it is when

@@ -633,3 +633,35 @@ func TestOneBadCopyExit(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairNothingNoBackup: repair of a clean file changes nothing and
+// writes no backup, and neither the text nor the JSON names one (issue 11,
+// item 11).
+func TestRepairNothingNoBackup(t *testing.T) {
+	tr := newTranscript(t)
+	tr.step(0, "", "create $D/c.dbl --capacity 100 --error-rate 0.01 --seed 7")
+	tr.step(0, "", "add $D/c.dbl x y --id 1")
+	r := tr.readOnly(0, "c.dbl", "repair $D/c.dbl")
+	if strings.Contains(r.stdout, "backup of the original") || !strings.Contains(r.stdout, "no backup was written") {
+		t.Errorf("repair of a clean file:\n%s", r.stdout)
+	}
+	r = tr.readOnly(0, "c.dbl", "repair $D/c.dbl --json")
+	var doc struct {
+		Backup *string `json:"backup"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Backup == nil || *doc.Backup != "" {
+		t.Errorf("repair --json of a clean file: backup %v (%v), want \"\"", doc.Backup, err)
+	}
+	if _, err := os.Stat(tr.path("c.dbl.bak")); !os.IsNotExist(err) {
+		t.Errorf("a backup exists: %v", err)
+	}
+	// A repair that does replace the file names the backup it kept.
+	damage(t, tr.path("c.dbl"), header.MetaBOffset)
+	r = tr.step(0, "", "repair $D/c.dbl")
+	if !strings.Contains(r.stdout, "backup of the original: "+tr.path("c.dbl.bak")) {
+		t.Errorf("repair of a damaged file:\n%s", r.stdout)
+	}
+	if _, err := os.Stat(tr.path("c.dbl.bak")); err != nil {
+		t.Errorf("no backup: %v", err)
+	}
+}

@@ -16,7 +16,7 @@ type repairJSON struct {
 	Schema      string     `json:"schema"`
 	Path        string     `json:"path"`
 	Output      string     `json:"output"`       // "" when repaired in place
-	Backup      string     `json:"backup"`       // "" when --output or --dry-run
+	Backup      string     `json:"backup"`       // "" when no backup was written: --output, --dry-run, nothing to repair, an error
 	RebuildFrom string     `json:"rebuild_from"` // "" without --rebuild-from
 	DryRun      bool       `json:"dry_run"`
 	Keys        uint64     `json:"keys"`  // keys read from --rebuild-from and re-added
@@ -53,7 +53,8 @@ should be in the filter. For each filter to rebuild, the lines whose id is
 in the filter's id range are added again (the file is read once per filter).
 
 In place (no --output), the original is first copied to --backup (default
-FILE.bak, or FILE.bak.2, ... if that exists), which is kept. With --output
+FILE.bak, or FILE.bak.2, ... if that exists), which is kept; a file with
+nothing to repair is left alone and no backup is written. With --output
 NEW the original is left untouched and the repaired file is written to NEW.
 --dry-run only reports what would be done. repair waits up to --wait for
 writers that are still running to finish their operations.
@@ -82,11 +83,8 @@ be made clean.`,
 			}
 			o := &recover.RepairOptions{Output: output, Backup: backup, Wait: wait, DryRun: dryRun, BootID: a.bootID}
 			res := repairJSON{
-				Schema: "dabloomsctl.repair/v1", Path: path, Output: output, Backup: backup,
+				Schema: "dabloomsctl.repair/v1", Path: path, Output: output,
 				RebuildFrom: rebuildFrom, DryRun: dryRun,
-			}
-			if dryRun {
-				res.Backup = ""
 			}
 			var r *recover.Report
 			var err error
@@ -99,6 +97,7 @@ be made clean.`,
 				return err
 			}
 			res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
+			res.Backup = r.Backup // "" unless the original was really kept there
 			if err != nil {
 				// Nothing was written: the report is that of the file as it is.
 				res.Output, res.Backup = "", ""
@@ -136,8 +135,11 @@ be made clean.`,
 				}
 				fmt.Fprintf(a.stdout, "rebuild from %s: %d key(s) %s\n", rebuildFrom, res.Keys, verb)
 			}
-			if res.Backup != "" {
+			switch {
+			case res.Backup != "":
 				fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
+			case err == nil && output == "" && !dryRun:
+				fmt.Fprintln(a.stdout, "no backup was written: the original was not replaced")
 			}
 			if err != nil {
 				a.warnf("repair: %v", err)
