@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
@@ -34,6 +35,7 @@ type bulkJSON struct {
 	Processed   uint64 `json:"processed"`
 	Changed     uint64 `json:"changed"`
 	NotPresent  uint64 `json:"not_present"`
+	Ambiguous   uint64 `json:"ambiguous"`
 	Interrupted bool   `json:"interrupted"`
 	Flushed     bool   `json:"flushed"`
 	MemSeqnum   uint64 `json:"mem_seqnum"`
@@ -56,7 +58,7 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	}
 	defer f.Close() // idempotent: the Close below is the one whose error counts
 	res := bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}
-	var missing []string
+	var missing, ambiguous []string // the first ten of each, for the warnings
 	apply := func(it item) error {
 		id := o.id
 		if it.hasID {
@@ -73,9 +75,10 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 			res.Changed++
 		case op == "remove" && errors.Is(err, scaling.ErrNotPresent):
 			res.NotPresent++
-			if len(missing) < 10 {
-				missing = append(missing, fmt.Sprintf("%q (id %d)", it.key, id))
-			}
+			missing = appendFirst(missing, it.key, id)
+		case op == "remove" && errors.Is(err, scaling.ErrAmbiguous):
+			res.Ambiguous++
+			ambiguous = appendFirst(ambiguous, it.key, id)
 		default:
 			if it.line > 0 {
 				return fmt.Errorf("line %d: %s %q: %w", it.line, op, it.key, err)
@@ -119,8 +122,12 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 		if !res.Flushed {
 			flushed = "not flushed"
 		}
-		a.logf("%s %d key(s) of %d processed; %s; mem_seqnum %d, %d item(s) in %d filter(s)",
-			past, res.Changed, res.Processed, flushed, res.MemSeqnum, res.Items, res.Filters)
+		skipped := ""
+		if op == "remove" {
+			skipped = fmt.Sprintf(" (%d not present, %d ambiguous)", res.NotPresent, res.Ambiguous)
+		}
+		a.logf("%s %d key(s) of %d processed%s; %s; mem_seqnum %d, %d item(s) in %d filter(s)",
+			past, res.Changed, res.Processed, skipped, flushed, res.MemSeqnum, res.Items, res.Filters)
 	}
 	if res.Interrupted {
 		return &exitError{code: exitFail, err: fmt.Errorf("interrupted after %d key(s); every completed %s is kept and the file is consistent", res.Processed, op)}
@@ -128,11 +135,29 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if runErr != nil {
 		return runErr
 	}
+	for _, m := range missing {
+		a.warnf("not present: %s", m)
+	}
+	for _, m := range ambiguous {
+		a.warnf("ambiguous: %s", m)
+	}
+	var why []string
 	if res.NotPresent > 0 {
-		for _, m := range missing {
-			a.warnf("not present: %s", m)
-		}
-		return fmt.Errorf("%d key(s) were not present in a filter for their id; nothing changed for them", res.NotPresent)
+		why = append(why, fmt.Sprintf("%d key(s) were not present in a filter for their id", res.NotPresent))
+	}
+	if res.Ambiguous > 0 {
+		why = append(why, fmt.Sprintf("%d key(s) were present in several filters for their id (ambiguous: not removed)", res.Ambiguous))
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("%s; nothing changed for them", strings.Join(why, ", and "))
 	}
 	return nil
+}
+
+// appendFirst appends `"key" (id N)` to list if it holds fewer than ten.
+func appendFirst(list []string, key []byte, id uint64) []string {
+	if len(list) < 10 {
+		list = append(list, fmt.Sprintf("%q (id %d)", key, id))
+	}
+	return list
 }

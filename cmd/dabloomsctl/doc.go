@@ -42,8 +42,8 @@
 //	0  success; verify, inspect and repair: the file is clean or unflushed
 //	1  operational error: I/O, lock timeout, no free writer slot, not a
 //	   dablooms file or an unknown format version, interrupted by a signal,
-//	   a key to remove was not present, the file must be repaired before it
-//	   can be written
+//	   a key to remove was not present or ambiguous, the file must be
+//	   repaired before it can be written
 //	2  usage error: unknown command or flag, wrong arguments, bad value
 //	3  verify or inspect found the file interrupted, dirty, damaged or
 //	   corrupt, or repair could not make it clean
@@ -81,6 +81,7 @@
 //	processed    number   keys whose operation returned (input order)
 //	changed      number   keys added, or removed
 //	not_present  number   remove only: keys in no filter for their id
+//	ambiguous    number   remove only: keys in several filters for their id
 //	interrupted  bool     stopped by SIGINT/SIGTERM
 //	flushed      bool     the final flush succeeded
 //	mem_seqnum   number   after the command

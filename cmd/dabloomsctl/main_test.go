@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/pflag"
 )
 
@@ -663,5 +664,53 @@ func TestRepairNothingNoBackup(t *testing.T) {
 	}
 	if _, err := os.Stat(tr.path("c.dbl.bak")); err != nil {
 		t.Errorf("no backup: %v", err)
+	}
+}
+
+// TestRemoveAmbiguousGoesOn: remove --from counts a key present in two
+// filters for its id (scaling.ErrAmbiguous) like a not-present one, goes on
+// with the next lines, reports both counts and exits 1 (issue 11, item 13).
+func TestRemoveAmbiguousGoesOn(t *testing.T) {
+	tr := newTranscript(t)
+	path := tr.path("a.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 10, ErrorRate: 0.01, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(k string, id uint64) {
+		if err := f.Add([]byte(k), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("dup", 5)
+	for i := uint64(1); len(f.Stats().Filters) < 2; i++ {
+		add(fmt.Sprint("fill-", i), i)
+	}
+	// Fill filter 0 past its slack, so that an Add with an id in its range
+	// goes to filter 1 (whose range then holds that id too).
+	for i := 0; f.Stats().Filters[0].Count < 10+10/64+16; i++ {
+		add(fmt.Sprint("slack-", i), 5)
+	}
+	add("dup", 5) // into filter 1
+	add("keep", 6)
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writeLines(t, tr.path("rm.tsv"), []string{"dup\t5", "keep\t6", "never-added\t7"})
+	r := tr.step(1, "", "remove $D/a.dbl --from $D/rm.tsv")
+	for _, want := range []string{"removed 1 key(s) of 3 processed (1 not present, 1 ambiguous)", `ambiguous: "dup" (id 5)`, `not present: "never-added" (id 7)`} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	writeLines(t, tr.path("rm2.tsv"), []string{"dup\t5", "fill-1\t1"})
+	r = tr.step(1, "", "remove $D/a.dbl --from $D/rm2.tsv --json")
+	var doc struct{ Processed, Changed, NotPresent, Ambiguous uint64 }
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Processed != 2 || doc.Changed != 1 || doc.Ambiguous != 1 {
+		t.Errorf("remove --json: %+v, want 2 processed, 1 changed, 1 ambiguous", doc)
 	}
 }

@@ -11,7 +11,9 @@ func newRemoveCmd(a *app) *cobra.Command {
 then the lines of --from: one KEY, or KEY<TAB>ID, per line. The id must be
 the one the key was added with: it picks the filter to decrement. A key
 that is in no filter whose id range holds its id is left alone and reported
-("not present"); the exit code is then 1, after every other key was removed.
+("not present"); so is a key present in several filters whose id ranges
+hold its id ("ambiguous": ids went backwards). The exit code is then 1,
+after every other key was removed.
 
 Progress, Ctrl-C, flushing and --checkpoint work as for add.`,
 		Example: `  dabloomsctl remove spam.dbl http://a.example/ --id 42

@@ -27,7 +27,7 @@ const exitCodesHelp = `Exit codes:
      on this boot, so every completed change is in the page cache)
   1  operational error: I/O, lock timeout, no free writer slot, not a dablooms
      file, unsupported version, interrupted by a signal, a key to remove was
-     not present, the file needs repair before it can be written
+     not present or ambiguous, the file needs repair before it can be written
   2  usage error: unknown command or flag, wrong number of arguments, bad value
   3  verify or inspect found the file interrupted, dirty, damaged or corrupt,
      or repair could not make it clean`
