@@ -24,6 +24,10 @@ const (
 	opCountShift  = 16
 )
 
+// filterReservedOff is the first reserved (zero) byte of a filter line: after
+// the pending-adds word, a hint that may hold any value.
+const filterReservedOff = header.FilterPendingOff + 8
+
 // itemLimit is the largest item count a filter of the given capacity may
 // legitimately hold: a sealed filter takes capacity/64+16 items beyond its
 // capacity for ids inside its range (scaling's slack), and concurrent adders
@@ -72,6 +76,7 @@ type filterInfo struct {
 	desc                      header.FilterDesc
 	items, mark, minID, maxID uint64 // maxID without the Sealed bit
 	sealed                    bool   // the Sealed bit of the max id word
+	pending                   uint64 // the pending-adds hint (any value is valid)
 	lineOK                    bool   // mark, id range and the reserved words are plausible
 	itemsOK                   bool   // 0 ≤ items ≤ capacity + slack
 	lineExtra                 bool   // reserved words of the line are not zero
@@ -288,13 +293,14 @@ func (a *analysis) readLines() {
 		maxWord := le.Uint64(line[header.FilterMaxIDOff:])
 		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
 		fi.tailOff = -1
-		fi.lineExtra = firstNonZero(line[32:]) >= 0
+		fi.pending = le.Uint64(line[header.FilterPendingOff:])
+		fi.lineExtra = firstNonZero(line[filterReservedOff:]) >= 0
 		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
 		fi.lineOK = true
 		switch {
 		case fi.lineExtra:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+32, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+			a.note(Corrupt, i, -1, off+filterReservedOff, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
 		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
 			a.note(Corrupt, i, -1, off+header.FilterMarkOff, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
@@ -511,6 +517,13 @@ func (a *analysis) classify(img image) error {
 			}
 		}
 		a.note(Clean, -1, -1, -1, "slots", nil, "%d writer slot(s) are held by live processes: the counts may be in motion, so counter sums are not checked", live)
+	} else {
+		for i := range a.filters {
+			if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
+				a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOff, "pending", nil,
+					"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
+			}
+		}
 	}
 	var dirtyList []int
 	for i := range a.filters {

@@ -141,7 +141,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			p.put(off+header.RecHashOff, 0)
 			p.put(off+header.RecChangedOff, 0)
 			p.put(off+header.RecDoubtOff, 0)
-			p.zero(off+32, off+header.LineSize)
+			p.zero(off+header.RecWordOff, off+header.LineSize) // evidence and reserved words
 		}
 		if freed {
 			p.act("freed slot %d (pid %d, %d operation(s) in flight)", s, si.pid, si.inFlight)
@@ -153,7 +153,10 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		fi := &a.filters[i]
 		line := header.FilterLineOffset(i)
 		if fi.lineOK {
-			p.zero(line+32, line+header.LineSize)
+			if fi.pending != 0 {
+				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", i, fi.pending)
+			}
+			p.zero(line+header.FilterPendingOff, line+header.LineSize)
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
@@ -242,7 +245,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			}
 			p.put(line+header.FilterMinIDOff, lo)
 			p.put(line+header.FilterMaxIDOff, hi)
-			p.zero(line+32, line+header.LineSize)
+			p.zero(line+header.FilterPendingOff, line+header.LineSize)
 		}
 	}
 	return p, nil
@@ -331,7 +334,7 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	}
 	p.put(line+header.FilterMinIDOff, minID)
 	p.put(line+header.FilterMaxIDOff, maxID)
-	p.zero(line+32, line+header.LineSize)
+	p.zero(line+header.FilterPendingOff, line+header.LineSize)
 	p.keys += count
 	if ask {
 		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", i, lo, hi, count)
