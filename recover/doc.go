@@ -33,8 +33,11 @@
 // Source yields for the filter's id range.
 //
 // Repair and Rebuild take the file exclusively: they refuse while another
-// process holds a writer slot (the slots' open-file-description locks), and
-// hold the growth lock and every slot lock while they work. They never change
+// process holds a writer slot (the slots' open-file-description locks) and,
+// when they are to replace the file in place, while any handle has it open,
+// read-only ones included (every handle holds the open lock shared), so no
+// handle is left on the replaced file; they hold the growth lock, every slot
+// lock and (in place) the open lock while they work. Verify takes no lock. They never change
 // the file in place: they write the result to a temporary file in the same
 // directory, sync it, and rename it over the original (keeping the original
 // as a backup) or write it to RepairOptions.Output, then sync the directory.

@@ -10,26 +10,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// exclusive holds the growth lock (byte 0) and every writer slot's lock byte
-// of a file, so that no other process writes it: a writer holds its slot's
+// exclusive holds the growth lock and every writer slot's lock byte of a
+// file, so that no other process writes it: a writer holds its slot's
 // open-file-description lock for its lifetime, and a new one cannot claim a
 // slot. The locks are exclusive on a descriptor open for writing, shared on
 // a read-only one (a shared lock conflicts with every writer's all the same).
+// For a whole-file rewrite (Repair's rename over the path) it also holds the
+// open lock exclusively: every handle, read-only ones included, holds it
+// shared for its lifetime, so none is left on the replaced file.
 type exclusive struct {
 	f    *os.File
 	held []int64
 }
 
-// lockOffsets are the bytes exclusive locks: the growth lock, then the slots.
-func lockOffsets() []int64 {
-	offs := []int64{header.MetaAOffset}
+// lockOffsets are the bytes exclusive locks: the open lock if replace, the
+// growth lock, then the slots.
+func lockOffsets(replace bool) []int64 {
+	var offs []int64
+	if replace {
+		offs = append(offs, header.OpenLockOffset)
+	}
+	offs = append(offs, header.GrowthLockOffset)
 	for s := range header.NumSlots {
 		offs = append(offs, header.SlotOffset(s))
 	}
 	return offs
 }
 
-func takeExclusive(f *os.File, writable bool, wait time.Duration) (*exclusive, error) {
+// lockName says what holds the lock byte off, for ErrBusy.
+func lockName(off int64) string {
+	switch off {
+	case header.OpenLockOffset:
+		return "the file open (a handle, read-only ones included, holds the open lock)"
+	case header.GrowthLockOffset:
+		return "the growth lock"
+	}
+	return fmt.Sprintf("writer slot %d", (off-header.SlotsOffset)/header.SlotSize)
+}
+
+// takeExclusive locks f as exclusive describes; replace (the file is to be
+// replaced by a rename) adds the open lock, which needs writable.
+func takeExclusive(f *os.File, writable, replace bool, wait time.Duration) (*exclusive, error) {
 	ex := &exclusive{f: f}
 	typ := int16(unix.F_RDLCK)
 	if writable {
@@ -37,7 +58,7 @@ func takeExclusive(f *os.File, writable bool, wait time.Duration) (*exclusive, e
 	}
 	deadline := time.Now().Add(wait)
 	delay := time.Millisecond
-	for _, off := range lockOffsets() {
+	for _, off := range lockOffsets(replace && writable) {
 		for {
 			lk := unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: 1}
 			err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
@@ -51,11 +72,7 @@ func takeExclusive(f *os.File, writable bool, wait time.Duration) (*exclusive, e
 			}
 			if !time.Now().Before(deadline) {
 				ex.release()
-				what := "the growth lock"
-				if off != header.MetaAOffset {
-					what = fmt.Sprintf("writer slot %d", (off-header.SlotsOffset)/header.SlotSize)
-				}
-				return nil, fmt.Errorf("%w: %s holds %s (waited %v); close it first, or wait longer", ErrBusy, f.Name(), what, wait)
+				return nil, fmt.Errorf("%w: another process holds %s of %s (waited %v); close it first, or wait longer", ErrBusy, lockName(off), f.Name(), wait)
 			}
 			time.Sleep(delay)
 			delay = min(2*delay, 50*time.Millisecond)

@@ -21,7 +21,9 @@ import (
 // is listed in Report.NeedsRebuild: run Rebuild.
 //
 // It takes the file exclusively (ErrBusy while another process holds a
-// writer slot or the growth lock, unless o.Wait lets it wait), works on a
+// writer slot or the growth lock, or, for a repair in place, while any
+// handle has the file open, read-only ones included: they hold the open
+// lock shared; unless o.Wait lets it wait), works on a
 // copy in the same directory, syncs it and renames it over the original,
 // keeping the original at o.Backup (default path+".bak"); or writes the
 // result to o.Output. It returns the Verify report of the file it wrote. A
@@ -76,7 +78,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 		return nil, err
 	}
 	defer f.Close()
-	ex, err := takeExclusive(f, writable, opt.Wait)
+	ex, err := takeExclusive(f, writable, inPlace && !opt.DryRun, opt.Wait)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
+	"golang.org/x/sys/unix"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -195,5 +197,53 @@ func TestVerifyReport(t *testing.T) {
 	}
 	if _, err := Verify(filepath.Join(t.TempDir(), "missing")); !os.IsNotExist(err) {
 		t.Fatalf("Verify of a missing file: %v", err)
+	}
+}
+
+// holdOpenLock emulates an open read-only handle: a read-only descriptor
+// holding a shared OFD lock on the open lock byte, as every handle does
+// (FORMAT.md). It returns the descriptor; closing it releases the lock.
+func holdOpenLock(t *testing.T, path string) *os.File {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: header.OpenLockOffset, Len: 1}
+	if err := unix.FcntlFlock(fh.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	return fh
+}
+
+// TestRepairRefusesOpenReader: a repair in place renames a new file over
+// the path, so it refuses (ErrBusy) while any handle has the file open,
+// read-only ones included, and works once it is closed; a repair into
+// Output, a dry run and Verify do not mind a reader (issue 11, item 6).
+func TestRepairRefusesOpenReader(t *testing.T) {
+	path := newFile(t, 100, counting4.Blocked512, 10)
+	flipByte(t, path, header.MetaBOffset) // something to repair
+	reader := holdOpenLock(t, path)
+	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Repair with a reader open: %v, want ErrBusy", err)
+	}
+	if r := verifyT(t, path); r.State != Damaged {
+		t.Fatalf("Verify with a reader open: %v", r.State)
+	}
+	out := filepath.Join(t.TempDir(), "out.dbl")
+	if rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out}); err != nil || rep.State != Clean {
+		t.Fatalf("Repair into Output with a reader open: %v, %v", err, rep)
+	}
+	if _, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true}); err != nil {
+		t.Fatalf("dry run with a reader open: %v", err)
+	}
+	// The reader still holds its lock: Verify took none exclusively.
+	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: header.OpenLockOffset, Len: 1}
+	if err := unix.FcntlFlock(reader.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	reader.Close()
+	if rep, err := Repair(path, &RepairOptions{BootID: testBoot}); err != nil || rep.State != Clean {
+		t.Fatalf("Repair after the reader closed: %v, %v", err, rep)
 	}
 }

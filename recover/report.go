@@ -99,7 +99,9 @@ func (r *Report) Err() error {
 // The errors of this package.
 var (
 	// ErrBusy: another process has the file open for writing (it holds a
-	// writer slot or the growth lock), and RepairOptions.Wait ran out.
+	// writer slot or the growth lock), or, for a repair in place, any handle
+	// has it open (read-only ones included: they hold the open lock), and
+	// RepairOptions.Wait ran out.
 	ErrBusy = errors.New("recover: the file is in use by another process")
 	// ErrNoSource: Rebuild was called without a Source.
 	ErrNoSource = errors.New("recover: Rebuild needs a Source")

@@ -57,7 +57,9 @@ FILE.bak, or FILE.bak.2, ... if that exists), which is kept; a file with
 nothing to repair is left alone and no backup is written. With --output
 NEW the original is left untouched and the repaired file is written to NEW.
 --dry-run only reports what would be done. repair waits up to --wait for
-writers that are still running to finish their operations.
+writers that are still running to close the file; in place, for readers
+too (inspect, contains, any read-only handle), so that none is left on the
+replaced file.
 
 The exit code is 0 if the file ends clean (or unflushed), 3 if it could not
 be made clean.`,
@@ -154,7 +156,7 @@ be made clean.`,
 	fs.StringVar(&backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak)")
 	fs.StringVar(&rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
 	fs.BoolVarP(&dryRun, "dry-run", "n", false, "report what would be done; change nothing")
-	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for live writers to finish their operations")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for other processes to close the file (in place: readers too)")
 	return cmd
 }
 
