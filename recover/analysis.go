@@ -82,6 +82,7 @@ type filterInfo struct {
 	lineExtra                 bool   // reserved words of the line are not zero
 	sum, sat                  uint64
 	tailOff                   int64 // first non-zero byte after the last counter, -1 if none
+	cut                       bool  // the file ends before the filter does (truncated): its counters were not read
 	dirty                     bool
 	recs                      []recRef // in-flight records of dead slots that target the filter
 	res                       *resolution
@@ -177,7 +178,19 @@ func (a *analysis) decodeMeta() bool {
 	}
 	for c := range 2 {
 		base := int64(c) * header.MetaSize
-		a.metas[c], a.metaErrs[c] = header.Decode(a.head[base:base+header.MetaSize], base, a.size)
+		b := a.head[base : base+header.MetaSize]
+		a.metas[c], a.metaErrs[c] = header.Decode(b, base, a.size)
+		if a.metaErrs[c] == nil {
+			continue
+		}
+		// A copy that is whole on its own but whose directory runs past the
+		// end of the file: the file was truncated (a growth extends the
+		// file before it writes a copy). The filters cut short need
+		// Rebuild. Only up to half the file may be missing, so that Rebuild
+		// never allocates for more than twice the bytes there are.
+		if m, err := header.Decode(b, base, -1); err == nil && m.End()-a.size <= a.size {
+			a.metas[c], a.metaErrs[c] = m, nil
+		}
 	}
 	switch {
 	case a.metaErrs[0] == nil && a.metaErrs[1] == nil:
@@ -214,8 +227,18 @@ func (a *analysis) decodeMeta() bool {
 		return false
 	}
 	a.meta = a.metas[a.which]
-	if end := a.meta.End(); a.size > end {
+	switch end := a.meta.End(); {
+	case a.size > end:
 		a.note(Clean, -1, -1, end, "size", nil, "%d bytes after the last filter (a growth was cut short, or the file was extended); Repair drops them", a.size-end)
+	case a.size < end:
+		var cut []int
+		for i, d := range a.meta.Filters {
+			if d.Offset+d.Length > a.size {
+				cut = append(cut, i)
+			}
+		}
+		a.note(Corrupt, -1, -1, a.size, "size", header.ErrCorrupt,
+			"the file has %d bytes, but metadata copy %s lists filters up to byte %d: it was truncated; filters %v are cut short and need Rebuild", a.size, copyName[a.which], end, cut)
 	}
 	return true
 }
@@ -334,12 +357,19 @@ const chunkSize = 1 << 20
 func (a *analysis) readCounters(img image) error {
 	var longest int64
 	for _, d := range a.meta.Filters {
-		longest = max(longest, d.Length)
+		if d.Offset+d.Length <= a.size {
+			longest = max(longest, d.Length)
+		}
 	}
 	var buf []byte
 	for i := range a.filters {
 		fi := &a.filters[i]
 		d := fi.desc
+		if d.Offset+d.Length > a.size {
+			fi.cut = true // noted by decodeMeta
+			a.needRebuild[i] = true
+			continue
+		}
 		words := int64((d.Counters + 15) / 16)
 		var lastMask uint64 = math.MaxUint64 // valid nibbles of the last counter word
 		if r := d.Counters % 16; r != 0 {
@@ -600,7 +630,7 @@ func (a *analysis) classify(img image) error {
 			if !fi.dirty {
 				continue // changesToUnmarked
 			}
-			if !fi.lineOK {
+			if !fi.lineOK || fi.cut {
 				continue
 			}
 			res, err := a.resolve(img, i)

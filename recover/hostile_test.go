@@ -98,7 +98,11 @@ func hostileCases() []hostileCase {
 		{name: "length overflows", mutate: both(func(m []byte) { le.PutUint64(m[entry(0)+eLength:], math.MaxUint64-4095) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "capacity overflows", mutate: both(func(m []byte) { le.PutUint64(m[mCapacity:], math.MaxUint64) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "filter count overflows", mutate: both(func(m []byte) { le.PutUint32(m[mNumFilters:], 1<<31) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
-		{name: "directory past end of file", mutate: func(b []byte) []byte { return b[:len(b)-header.PageSize] }, state: Corrupt, err: header.ErrCorrupt, repair: refuse},
+		// Truncated (issue 11, item 15): the filters cut short are rebuilt.
+		{name: "directory past end of file", mutate: func(b []byte) []byte { return b[:len(b)-header.PageSize] }, state: Corrupt, err: header.ErrCorrupt, repair: rebuild},
+		// A directory claiming far more than the file holds is not a
+		// truncation to rebuild: Rebuild would allocate what it claims.
+		{name: "huge last filter", mutate: both(func(m []byte) { le.PutUint64(m[entry(1)+eLength:], 1<<39) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "misaligned offset", mutate: both(func(m []byte) { le.PutUint64(m[entry(1)+eOffset:], le.Uint64(m[entry(1)+eOffset:])+8) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "misaligned length", mutate: both(func(m []byte) { le.PutUint64(m[entry(0)+eLength:], le.Uint64(m[entry(0)+eLength:])+8) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "trailing partial page", mutate: func(b []byte) []byte { return append(b, make([]byte, 100)...) }, state: Clean, openOK: true, repair: clean},

@@ -14,7 +14,8 @@ import (
 
 // patch is what Repair or Rebuild writes over a copy of the file: a new head
 // (metadata copies, hot page, filter lines, slots), changed counter words,
-// and whole rebuilt filters. The copy is cut to size.
+// and whole rebuilt filters. The copy is cut to size (or, for a truncated
+// file, extended with zeros).
 type patch struct {
 	head    []byte
 	words   map[int64]uint64
@@ -58,6 +59,8 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	}
 	if a.size > p.size {
 		p.act("dropped %d bytes after the last filter", a.size-p.size)
+	} else if a.size < p.size {
+		p.act("extended the truncated file from %d to %d bytes", a.size, p.size)
 	}
 	if !a.hotOK && src == nil {
 		p.actions = append(p.actions, "the hot page cannot be trusted: the file needs Rebuild")
@@ -405,7 +408,7 @@ func (p *patch) writeTo(dst io.WriterAt) error {
 // apply returns a patched copy of img (in memory).
 func (p *patch) apply(img image) ([]byte, error) {
 	out := make([]byte, p.size)
-	if err := readFull(img, out, 0); err != nil {
+	if err := readFull(img, out[:min(p.size, img.Size())], 0); err != nil {
 		return nil, err
 	}
 	if err := p.writeTo(bytesImage(out)); err != nil {

@@ -122,11 +122,16 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if st, e := f.Stat(); e == nil {
 		tmp.Chmod(st.Mode().Perm())
 	}
-	if n, e := io.Copy(tmp, io.NewSectionReader(f, 0, p.size)); e != nil || n != p.size {
+	if n, e := io.Copy(tmp, io.NewSectionReader(f, 0, p.size)); e != nil || n != min(p.size, size) {
 		if e == nil {
 			e = io.ErrShortWrite
 		}
 		return fail(e)
+	}
+	if p.size > size { // a truncated file: the filters cut short are rebuilt
+		if e := tmp.Truncate(p.size); e != nil {
+			return fail(e)
+		}
 	}
 	if err = step("copied"); err != nil {
 		keep = true

@@ -297,7 +297,7 @@ func TestDirtyAndInterrupted(t *testing.T) {
 	damage(t, tr.path("m.dbl"), header.MetaBOffset+100)
 	tr.readOnly(3, "m.dbl", "verify $D/m.dbl")
 	tr.readOnly(3, "m.dbl", "inspect $D/m.dbl --json")
-	tr.step(3, "", "repair $D/m.dbl --output $D/m2.dbl")
+	tr.step(1, "", "repair $D/m.dbl --output $D/m2.dbl") // nothing written
 	tr.golden("unclean")
 }
 
@@ -712,5 +712,56 @@ func TestRemoveAmbiguousGoesOn(t *testing.T) {
 	}
 	if doc.Processed != 2 || doc.Changed != 1 || doc.Ambiguous != 1 {
 		t.Errorf("remove --json: %+v, want 2 processed, 1 changed, 1 ambiguous", doc)
+	}
+}
+
+// TestTruncatedAdvice: verify's advice for a truncated file works: repair
+// --rebuild-from into --output makes a clean file holding every key. When
+// too much is missing to rebuild, verify says to restore a backup, and
+// repair exits 1 without a "re-added" count (issue 11, item 15).
+func TestTruncatedAdvice(t *testing.T) {
+	tr := newTranscript(t)
+	var lines, keys []string
+	for i := 1; i <= 500; i++ {
+		lines = append(lines, fmt.Sprintf("k%d\t%d", i, i))
+		keys = append(keys, fmt.Sprintf("k%d", i))
+	}
+	writeLines(t, tr.path("keys.tsv"), lines)
+	tr.step(0, "", "create $D/f.dbl --capacity 100 --error-rate 0.01 --seed 8")
+	tr.step(0, "", "add $D/f.dbl --from $D/keys.tsv")
+	st, err := os.Stat(tr.path("f.dbl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(tr.path("f.dbl"), st.Size()-header.PageSize); err != nil {
+		t.Fatal(err)
+	}
+	r := tr.readOnly(3, "f.dbl", "verify $D/f.dbl")
+	if !strings.Contains(r.stderr, "'repair --rebuild-from' into --output") {
+		t.Errorf("verify's advice: %s", r.stderr)
+	}
+	r = tr.step(0, "", "repair $D/f.dbl --rebuild-from $D/keys.tsv --output $D/g.dbl")
+	if !strings.Contains(r.stdout, "key(s) re-added") {
+		t.Errorf("repair:\n%s", r.stdout)
+	}
+	tr.readOnly(0, "g.dbl", "verify $D/g.dbl")
+	r = tr.readOnly(0, "g.dbl", "contains $D/g.dbl "+strings.Join(keys, " "))
+	if strings.Contains(r.stdout, "false") {
+		t.Errorf("false negatives after the rebuild:\n%s", r.stdout)
+	}
+
+	// More than half of the file gone (a large first filter cut after its
+	// first page): nothing can be rebuilt.
+	tr.step(0, "", "create $D/big.dbl --capacity 50000 --error-rate 0.01 --seed 8")
+	if err := os.Truncate(tr.path("big.dbl"), header.DataOffset+header.PageSize); err != nil {
+		t.Fatal(err)
+	}
+	r = tr.readOnly(3, "big.dbl", "verify $D/big.dbl")
+	if !strings.Contains(r.stderr, "restore a backup") || strings.Contains(r.stderr, "--rebuild-from") {
+		t.Errorf("verify's advice: %s", r.stderr)
+	}
+	r = tr.step(1, "", "repair $D/big.dbl --rebuild-from $D/keys.tsv --output $D/h.dbl")
+	if strings.Contains(r.stdout, "re-added") {
+		t.Errorf("repair that wrote nothing:\n%s", r.stdout)
 	}
 }

@@ -101,12 +101,12 @@ be made clean.`,
 			res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
 			res.Backup = r.Backup // "" unless the original was really kept there
 			if err != nil {
-				// Nothing was written: the report is that of the file as it is.
+				// Nothing was written: the report is that of the file as it
+				// is, and repair could not work at all (exit 1, documented).
 				res.Output, res.Backup = "", ""
 				res.Error = err.Error()
-				if res.ExitCode == exitOK {
-					res.ExitCode = exitFail
-				}
+				res.Keys = 0
+				res.ExitCode = exitFail
 			}
 			if a.json {
 				if err := a.writeJSON(res); err != nil {
@@ -130,7 +130,7 @@ be made clean.`,
 				label = "dry run, " + target + " would be"
 			}
 			writeSummary(a.stdout, label, r)
-			if rebuildFrom != "" {
+			if rebuildFrom != "" && err == nil {
 				verb := "re-added"
 				if dryRun {
 					verb = "would be re-added"
@@ -146,7 +146,7 @@ be made clean.`,
 			if err != nil {
 				a.warnf("repair: %v", err)
 			} else if res.ExitCode == exitUnclean {
-				a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r.State))
+				a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
 			}
 			return silentExit(res.ExitCode)
 		},

@@ -183,9 +183,9 @@ func writeSummary(w io.Writer, label string, r *recover.Report) {
 	fmt.Fprintln(w)
 }
 
-// stateMeaning explains a state in a few words.
-func stateMeaning(s recover.State) string {
-	switch s {
+// stateMeaning explains a report's state in a few words, with what to do.
+func stateMeaning(r *recover.Report) string {
+	switch s := r.State; s {
 	case recover.Clean:
 		return "equal to the last flush; nothing to do"
 	case recover.Unflushed:
@@ -197,6 +197,10 @@ func stateMeaning(s recover.State) string {
 	case recover.Damaged:
 		return "some filter or hot word is wrong but the file's structure is sound: 'repair' (with --rebuild-from for the filters it cannot fix)"
 	case recover.Corrupt:
+		if len(r.Filters) == 0 {
+			// No metadata copy to work from: repair cannot help.
+			return "no metadata copy can be used: restore a backup"
+		}
 		return "the file's structure is broken: restore a backup, or 'repair --rebuild-from' into --output"
 	}
 	return ""

@@ -58,7 +58,7 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			case exitFail:
 				a.warnf("%s is not a dablooms file this version can read", args[0])
 			case exitUnclean:
-				a.warnf("%s is %s: %s", args[0], r.State, stateMeaning(r.State))
+				a.warnf("%s is %s: %s", args[0], r.State, stateMeaning(r))
 			}
 			return silentExit(code)
 		},
