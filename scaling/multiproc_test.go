@@ -251,6 +251,8 @@ func TestMPChild(t *testing.T) {
 		err = mpChildBench()
 	case "open":
 		err = mpChildOpen()
+	case "stress":
+		err = mpChildStress()
 	default:
 		err = fmt.Errorf("unknown child role %q", mode)
 	}
