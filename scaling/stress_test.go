@@ -361,7 +361,7 @@ func (s *stressRun) checkKey(h *Filter, kind string, w int, n uint64, buf *[16]b
 		return true
 	}
 	again := h.Contains(k)
-	s.fail("false negative: Contains(%s) = false on a %s handle; the key's Add (by writer %d = process %d goroutine %d) returned before this lookup began; %s; a second lookup found it: %v",
+	s.fail("false negative: Contains(%s) = false on handle [%s]; the key's Add (by writer %d = process %d goroutine %d) returned before this lookup began; %s; a second lookup found it: %v",
 		stKeyName('c', w, n), kind, w, w/s.cfg.Gor, w%s.cfg.Gor, handleInfo(h), again)
 	return false
 }
@@ -579,7 +579,7 @@ func (s *stressRun) phases() error {
 		if err := s.barrier(); err != nil {
 			return err
 		}
-		s.quiescentCheck(s.shared, fmt.Sprintf("after phase %d (all processes stopped), shared handle", ph))
+		s.quiescentCheck(s.shared, fmt.Sprintf("shared read-write, after phase %d with all processes stopped", ph))
 		if err := s.barrier(); err != nil {
 			return err
 		}
