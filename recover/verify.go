@@ -1,16 +1,24 @@
 package recover
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"syscall"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 // Verify deep-checks the file at path and reports its state and every
 // finding. It only reads: it never changes a byte of the file (it opens it
 // read-only and takes no lock) and never panics. The error is for operational
 // failures only (the file cannot be opened or read, or is not a regular
-// file); a bad file gives a Report with State Damaged or Corrupt.
+// file); a bad file gives a Report with State Damaged or Corrupt. A file
+// that another process is growing is read again until a snapshot no growth
+// overlapped confirms any damage; if growths overlap every read for 5 s,
+// the error wraps ErrBusy (a growth in progress is never reported as
+// damage).
 func Verify(path string) (*Report, error) { return VerifyWithOptions(path, nil) }
 
 // VerifyWithOptions is Verify with options (a boot identity for tests).
@@ -19,16 +27,101 @@ func VerifyWithOptions(path string, o *VerifyOptions) (*Report, error) {
 	if o != nil {
 		opt = *o
 	}
-	f, size, err := openRegular(path, os.O_RDONLY)
+	f, _, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := analyze(&fileImage{f: f, size: size}, currentBoot(opt.BootID), func(off int64) bool { return heldByOther(f, off) })
+	a, err := settledAnalysis(f, currentBoot(opt.BootID))
 	if err != nil {
 		return nil, fmt.Errorf("recover: verify %s: %w", path, err)
 	}
 	return a.report(path), nil
+}
+
+// verifySettle bounds how long Verify retries a file that another process
+// is growing.
+var verifySettle = 5 * time.Second
+
+// settledAnalysis analyzes a file that other processes may be using. A
+// growth rewrites both metadata copies one after the other, extends the
+// file and publishes the new filter, holding the growth lock throughout: a
+// snapshot taken meanwhile can show copies that disagree, a torn copy, a
+// directory past the end of the file or a published count ahead of it; and
+// a writer that closes while the file is read leaves counters newer than
+// the item counts read before. None of that is damage. So findings of
+// damage are only believed when no growth overlapped the snapshot (the
+// growth lock was free before and after, and the file's size and metadata
+// copies did not change while it was read) and a second snapshot finds
+// damage too; otherwise Verify reads the file again, until verifySettle
+// runs out, and then reports an error wrapping ErrBusy rather than damage.
+// A slot counts as live if its lock was held before or while the file was
+// read. Every snapshot is decoded from a private copy of the bytes (pread),
+// never from memory another process writes.
+func settledAnalysis(f *os.File, boot bootID) (*analysis, error) {
+	deadline := time.Now().Add(verifySettle)
+	delay := time.Millisecond
+	seen := false // the previous snapshot was settled and found damage
+	for {
+		growing := heldByOther(f, header.GrowthLockOffset)
+		liveBefore := map[int64]bool{}
+		for s := range header.NumSlots {
+			if off := header.SlotOffset(s); heldByOther(f, off) {
+				liveBefore[off] = true
+			}
+		}
+		live := func(off int64) bool { return liveBefore[off] || heldByOther(f, off) }
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		a, err := analyze(&fileImage{f: f, size: st.Size()}, boot, live)
+		settled := err == nil && !growing && !heldByOther(f, header.GrowthLockOffset) && unchanged(f, a, st.Size())
+		switch {
+		case err != nil && !growing:
+			return nil, err
+		case err == nil && !a.damaged():
+			return a, nil
+		case settled && seen:
+			return a, nil // the damage is real: twice, with no growth overlapping
+		}
+		seen = settled
+		if !time.Now().Before(deadline) {
+			return nil, fmt.Errorf("%w: a growth of the file was in progress for %v (another process held the growth lock, or rewrote the metadata, at every try); verify again", ErrBusy, verifySettle)
+		}
+		if !settled {
+			time.Sleep(delay)
+			delay = min(2*delay, 20*time.Millisecond)
+		}
+	}
+}
+
+// damaged reports whether a finding says the file is damaged or corrupt.
+func (a *analysis) damaged() bool {
+	for _, f := range a.findings {
+		if f.State >= Damaged {
+			return true
+		}
+	}
+	return false
+}
+
+// unchanged reports whether the file still has size bytes and the metadata
+// copies and published count the analysis read.
+func unchanged(f *os.File, a *analysis, size int64) bool {
+	img := &fileImage{f: f, size: size}
+	if st, err := f.Stat(); err != nil || st.Size() != size {
+		return false
+	}
+	meta := make([]byte, min(size, 2*header.MetaSize))
+	if err := readFull(img, meta, 0); err != nil || !bytes.Equal(meta, a.head[:len(meta)]) {
+		return false
+	}
+	if size < header.PublishedOffset+8 {
+		return true
+	}
+	var w [8]byte
+	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == a.word(header.PublishedOffset)
 }
 
 // openRegular opens path without blocking (a FIFO would block a plain open)
