@@ -23,16 +23,16 @@ type exclusive struct {
 	held []int64
 }
 
-// lockOffsets are the bytes exclusive locks: the open lock if replace, the
-// growth lock, then the slots.
+// lockOffsets are the bytes exclusive locks: the growth lock, the slots,
+// then the open lock if replace (last, so that ErrBusy names a writer's
+// slot when a writer has the file open).
 func lockOffsets(replace bool) []int64 {
-	var offs []int64
-	if replace {
-		offs = append(offs, header.OpenLockOffset)
-	}
-	offs = append(offs, header.GrowthLockOffset)
+	offs := []int64{header.GrowthLockOffset}
 	for s := range header.NumSlots {
 		offs = append(offs, header.SlotOffset(s))
+	}
+	if replace {
+		offs = append(offs, header.OpenLockOffset)
 	}
 	return offs
 }
@@ -41,7 +41,7 @@ func lockOffsets(replace bool) []int64 {
 func lockName(off int64) string {
 	switch off {
 	case header.OpenLockOffset:
-		return "the file open (a handle, read-only ones included, holds the open lock)"
+		return "the open lock (it has the file open: every handle, read-only ones included, holds it)"
 	case header.GrowthLockOffset:
 		return "the growth lock"
 	}
@@ -72,7 +72,7 @@ func takeExclusive(f *os.File, writable, replace bool, wait time.Duration) (*exc
 			}
 			if !time.Now().Before(deadline) {
 				ex.release()
-				return nil, fmt.Errorf("%w: another process holds %s of %s (waited %v); close it first, or wait longer", ErrBusy, lockName(off), f.Name(), wait)
+				return nil, fmt.Errorf("%w: %s: another process holds %s (waited %v); close it first, or wait longer", ErrBusy, f.Name(), lockName(off), wait)
 			}
 			time.Sleep(delay)
 			delay = min(2*delay, 50*time.Millisecond)
