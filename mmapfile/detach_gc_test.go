@@ -53,6 +53,9 @@ func detachGCChild(t *testing.T, retry bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := mf.Publish(); err != nil {
+		t.Fatal(err)
+	}
 	mf.Close()
 	vm := vmSize(t)
 	lim := uint64(vm) + 3*DefaultReserve + DefaultReserve/2

@@ -18,6 +18,9 @@ func TestDetach(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := mf.Publish(); err != nil {
+			t.Fatal(err)
+		}
 		b, _ := mf.Bytes(0, 3*PageSize()+8)
 		for i := range b {
 			b[i] = 0xA5

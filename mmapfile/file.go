@@ -1,6 +1,7 @@
 package mmapfile
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,14 @@ type Options struct {
 	Reserve        int64       // address space to reserve; 0 = DefaultReserve
 	AllowNetworkFS bool        // allow files on network file systems
 	Failpoints     *Failpoints // failure injection for tests
+	// OpenLock, if > 0, is a byte of the file on which every handle holds a
+	// shared lock for its lifetime: Open takes it (waiting at most
+	// LockTimeout) and then makes sure the path still names the file it
+	// opened, opening again if the file was replaced meanwhile; Create with
+	// Overwrite takes the old file's exclusively, without waiting, and
+	// refuses with ErrBusy while any handle holds it.
+	OpenLock    int64
+	LockTimeout time.Duration
 }
 
 // File is a file mapped MAP_SHARED.
@@ -40,33 +49,48 @@ type File struct {
 	readOnly bool
 	closed   bool // Detach or Close: no more file access
 	fp       *Failpoints
+	aside    string   // Create: the temporary name until Publish
+	old      *os.File // Create with Overwrite: the file to replace, locked until Publish
 }
 
-// Create creates path with size bytes (all zero, blocks allocated), maps it
-// and fsyncs the directory. It refuses an existing file unless o.Overwrite.
+// Create creates a file of size bytes (all zero, blocks allocated) that is
+// to replace path, and maps it. The file is made aside, under a temporary
+// name in path's directory, so that nobody opens it half made and a crash
+// leaves path as it was: the caller fills it and then calls Publish, which
+// puts it at path. Create refuses an existing path unless o.Overwrite; with
+// o.OpenLock set it also refuses (ErrBusy) to replace a file that a handle
+// holds open, and keeps it from being opened until Publish (see Options).
+// Close before Publish removes the temporary file.
 func Create(path string, size int64, o *Options) (*File, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	flag := os.O_RDWR | os.O_CREATE | os.O_EXCL
-	if o.Overwrite {
-		flag = os.O_RDWR | os.O_CREATE | os.O_TRUNC
-	}
-	if err := checkFS(filepath.Dir(path), o.AllowNetworkFS); err != nil {
+	dir := filepath.Dir(path)
+	if err := checkFS(dir, o.AllowNetworkFS); err != nil {
 		return nil, err
 	}
-	f, err := openRegular(path, flag, 0o644)
+	mf := &File{path: path, fp: o.Failpoints}
+	if err := mf.holdOld(path, o); err != nil {
+		return nil, err
+	}
+	var tok [8]byte
+	rand.Read(tok[:])
+	mf.aside = filepath.Join(dir, fmt.Sprintf(".%s.new-%x", filepath.Base(path), tok))
+	f, err := openRegular(mf.aside, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: %s", ErrExists, path)
-		}
+		mf.releaseOld()
 		return nil, err
 	}
-	mf := &File{f: f, path: path, fp: o.Failpoints}
+	mf.f = f
 	fail := func(err error) (*File, error) {
 		mf.Close()
-		os.Remove(path)
 		return nil, err
+	}
+	if o.OpenLock > 0 {
+		// Shared, like every handle's: it moves with the file at Publish.
+		if err := LockFile(f, o.OpenLock, false, 0); err != nil {
+			return fail(err)
+		}
 	}
 	if err := mf.allocate(0, size); err != nil {
 		return fail(err)
@@ -75,22 +99,138 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := mf.fsync(); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fail(err)
-	}
 	if err := mf.mapIt(o.Reserve); err != nil {
 		return fail(err)
 	}
 	return mf, nil
 }
 
+// holdOld checks what is at path before a Create: nothing, or (with
+// Overwrite) a regular file, whose open lock it takes exclusively until
+// Publish, so that no handle opens it meanwhile.
+func (mf *File) holdOld(path string, o *Options) error {
+	old, err := openRegular(path, os.O_RDWR, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !o.Overwrite:
+		old.Close()
+		return fmt.Errorf("%w: %s", ErrExists, path)
+	}
+	if o.OpenLock > 0 {
+		if err := LockFile(old, o.OpenLock, true, 0); err != nil {
+			old.Close()
+			if errors.Is(err, ErrLockTimeout) {
+				return fmt.Errorf("%w: %s is open in another handle or process; close it first", ErrBusy, path)
+			}
+			return err
+		}
+	}
+	mf.old = old
+	return nil
+}
+
+func (mf *File) releaseOld() {
+	if mf.old != nil {
+		mf.old.Close() // drops its lock
+		mf.old = nil
+	}
+}
+
+// Publish puts a file made by Create at its path: it renames it over the
+// file it replaces (Overwrite), or links it there only if the path is still
+// free, and syncs the directory. Idempotent; a File from Open has nothing
+// to publish.
+func (mf *File) Publish() error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.aside == "" {
+		return nil
+	}
+	if mf.closed {
+		return ErrClosed
+	}
+	if mf.old != nil {
+		if err := os.Rename(mf.aside, mf.path); err != nil {
+			return err
+		}
+	} else {
+		// Only if the path is still free, atomically (RENAME_NOREPLACE
+		// keeps the file's name in /proc/self/maps, where a link and an
+		// unlink would leave the deleted temporary one).
+		err := unix.Renameat2(unix.AT_FDCWD, mf.aside, unix.AT_FDCWD, mf.path, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EINVAL) { // not supported by this file system
+			if err = os.Link(mf.aside, mf.path); err == nil {
+				os.Remove(mf.aside)
+			}
+		}
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, mf.path)
+		}
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: mf.aside, New: mf.path, Err: err}
+		}
+	}
+	mf.aside = ""
+	mf.releaseOld()
+	return syncDir(filepath.Dir(mf.path))
+}
+
 // Open maps an existing regular file. Anything else (a FIFO, a device, a
 // directory) is refused without blocking: the file is opened non-blocking
-// and checked before anything reads it.
+// and checked before anything reads it. With o.OpenLock set it holds the
+// shared open lock (see Options) on the file that is at path once it has it.
 func Open(path string, o *Options) (*File, error) {
 	if o == nil {
 		o = &Options{}
 	}
+	for tries := 0; ; tries++ {
+		mf, err := open(path, o)
+		if err != nil || o.OpenLock <= 0 {
+			return mf, err
+		}
+		if err := mf.Lock(o.OpenLock, false, o.LockTimeout); err != nil {
+			mf.Close()
+			if errors.Is(err, ErrLockTimeout) {
+				err = fmt.Errorf("%w (a rewrite of the whole file holds it)", err)
+			}
+			return nil, err
+		}
+		// A whole-file rewrite holds the lock exclusively until it has
+		// renamed the new file over the path: the lock may have been
+		// granted on the file it replaced.
+		same, err := mf.samePath()
+		if err == nil && same {
+			return mf, nil
+		}
+		mf.Close()
+		if err != nil {
+			return nil, err
+		}
+		if tries == 10 {
+			return nil, fmt.Errorf("%w: %s was replaced %d times while it was being opened", ErrBusy, path, tries+1)
+		}
+	}
+}
+
+// samePath reports whether the file's path still names the open file.
+func (mf *File) samePath() (bool, error) {
+	var a, b unix.Stat_t
+	if err := unix.Fstat(mf.Fd(), &a); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(mf.path, &b); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return false, fmt.Errorf("%s was removed while it was being opened: %w", mf.path, os.ErrNotExist)
+		}
+		return false, err
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+}
+
+func open(path string, o *Options) (*File, error) {
 	flag := os.O_RDWR
 	if o.ReadOnly {
 		flag = os.O_RDONLY
@@ -420,6 +560,11 @@ func (mf *File) Close() error {
 		}
 	}
 	mf.m, mf.outgrown = nil, nil
+	if mf.aside != "" { // never published
+		os.Remove(mf.aside)
+		mf.aside = ""
+	}
+	mf.releaseOld()
 	if !mf.closed {
 		if cerr := mf.f.Close(); err == nil {
 			err = cerr

@@ -28,6 +28,9 @@ func mustCreate(t *testing.T, path string, size int64, o *Options) *File {
 		t.Fatalf("Create: %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
+	if err := f.Publish(); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
 	return f
 }
 
@@ -106,6 +109,78 @@ func TestCreateRefusesExisting(t *testing.T) {
 	if len(raw) != 8192 || raw[0] != 0 {
 		t.Fatalf("overwritten file: %d bytes, first %d", len(raw), raw[0])
 	}
+}
+
+// Create makes the file aside: nothing is at the path until Publish, a
+// Close before it leaves the path as it was, and an overwrite is refused
+// while a handle holds the old file's open lock (issue 11 item 12: create
+// --force truncated a file other processes had open).
+func TestCreateAsideAndPublish(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	f, err := Create(path, 4096, &Options{Reserve: testReserve, OpenLock: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("before Publish the path exists: %v", err)
+	}
+	b, _ := f.Bytes(0, 4)
+	copy(b, "made")
+	if err := f.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := os.ReadFile(path); string(raw[:4]) != "made" {
+		t.Fatalf("published file holds %q", raw[:4])
+	}
+	f.Close()
+	// A reader holds the open lock: an overwrite is refused, the file kept.
+	r, err := Open(path, &Options{ReadOnly: true, Reserve: testReserve, OpenLock: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Create(path, 8192, &Options{Overwrite: true, OpenLock: 100}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("overwrite of an open file = %v, want ErrBusy", err)
+	}
+	if raw, _ := os.ReadFile(path); len(raw) != 4096 || string(raw[:4]) != "made" {
+		t.Fatalf("refused overwrite changed the file: %d bytes", len(raw))
+	}
+	r.Close()
+	// Unpublished: Close leaves nothing behind and the old file whole.
+	g, err := Create(path, 8192, &Options{Overwrite: true, OpenLock: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if raw, _ := os.ReadFile(path); len(raw) != 4096 || string(raw[:4]) != "made" {
+		t.Fatalf("unpublished overwrite changed the file: %d bytes", len(raw))
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("directory holds %d entries, want only the file", len(ents))
+	}
+	// An Open that waited while the file was replaced opens the new one.
+	h, err := Create(path, 8192, &Options{Overwrite: true, OpenLock: 100, Reserve: testReserve})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan *File)
+	go func() {
+		o, err := Open(path, &Options{ReadOnly: true, Reserve: testReserve, OpenLock: 100, LockTimeout: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		opened <- o
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := h.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	o := <-opened
+	if o == nil || o.Size() != 8192 {
+		t.Fatalf("Open during the replacement got the old file")
+	}
+	o.Close()
+	h.Close()
 }
 
 func TestCreateMissingDirectory(t *testing.T) {
@@ -615,6 +690,9 @@ func TestCheckFS(t *testing.T) {
 	f, err := Create(filepath.Join(dir, "f"), 8192, &Options{Reserve: testReserve})
 	if err != nil {
 		t.Fatalf("Create on tmpfs: %v", err)
+	}
+	if err := f.Publish(); err != nil {
+		t.Fatalf("Publish on tmpfs: %v", err)
 	}
 	f.Close()
 	g, err := Open(filepath.Join(dir, "f"), &Options{Reserve: testReserve})

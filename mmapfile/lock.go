@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +13,15 @@ import (
 // file, exclusive or shared, waiting at most timeout (0: do not wait). The
 // kernel releases it when the file is closed or the process dies.
 func (mf *File) Lock(off int64, exclusive bool, timeout time.Duration) error {
+	return lockFD(mf.Fd(), mf.path, off, exclusive, timeout)
+}
+
+// LockFile is Lock for a file that is not mapped.
+func LockFile(f *os.File, off int64, exclusive bool, timeout time.Duration) error {
+	return lockFD(int(f.Fd()), f.Name(), off, exclusive, timeout)
+}
+
+func lockFD(fd int, path string, off int64, exclusive bool, timeout time.Duration) error {
 	typ := int16(unix.F_RDLCK)
 	if exclusive {
 		typ = unix.F_WRLCK
@@ -20,15 +30,15 @@ func (mf *File) Lock(off int64, exclusive bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	delay := 100 * time.Microsecond
 	for {
-		err := unix.FcntlFlock(uintptr(mf.Fd()), unix.F_OFD_SETLK, &lk)
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
-			return fmt.Errorf("lock %s at %d: %w", mf.path, off, err)
+			return fmt.Errorf("lock %s at %d: %w", path, off, err)
 		}
 		if !time.Now().Before(deadline) {
-			return fmt.Errorf("%w: %s at byte %d after %v", ErrLockTimeout, mf.path, off, timeout)
+			return fmt.Errorf("%w: %s at byte %d after %v", ErrLockTimeout, path, off, timeout)
 		}
 		time.Sleep(delay)
 		delay = min(delay*2, 10*time.Millisecond)

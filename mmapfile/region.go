@@ -42,6 +42,7 @@ var (
 	ErrLockTimeout = errors.New("mmapfile: timed out waiting for a lock")
 	ErrFault       = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
 	ErrNotRegular  = errors.New("mmapfile: not a regular file")
+	ErrBusy        = errors.New("mmapfile: file is in use")
 )
 
 // Failpoints inject failures in tests. A nil function never fails.

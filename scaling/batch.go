@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"errors"
 	"runtime"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -48,7 +49,12 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 	// (see mapKeep).
 	c, err := f.current()
 	if err != nil {
-		clear(out)
+		// Closed: false. A chain that cannot be read: every key may be
+		// present (see Contains).
+		v := !errors.Is(err, ErrClosed)
+		for i := range out {
+			out[i] = v
+		}
 		return
 	}
 	defer runtime.KeepAlive(c)

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ type member struct {
 	idx   int
 	salt  uint64 // added to the native hash (0 for the original's hash)
 	items *uint64
+	pend  *uint64 // Adds admitted and not yet counted in items (see admit)
 	mark  *uint64
 	minID *uint64
 	maxID *uint64
@@ -49,7 +51,8 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		}
 		mb := &member{
 			desc: d, cf: cf, idx: i,
-			items: f.filterWord(i, header.FilterItemsOff), mark: f.filterWord(i, header.FilterMarkOff),
+			items: f.filterWord(i, header.FilterItemsOff), pend: f.filterWord(i, header.FilterPendingOff),
+			mark:  f.filterWord(i, header.FilterMarkOff),
 			minID: f.filterWord(i, header.FilterMinIDOff), maxID: f.filterWord(i, header.FilterMaxIDOff),
 		}
 		if d.HashID == header.HashXXH64Seeded {
@@ -90,44 +93,68 @@ func (f *Filter) refresh() error {
 	if atomic.LoadUint64(f.published) <= uint64(len(c.f)) {
 		return nil
 	}
-	m, err := f.readMeta()
+	m, _, err := f.readPublished()
 	if err != nil {
 		return err
+	}
+	if len(m.Filters) <= len(c.f) {
+		return nil
 	}
 	return f.loadChain(m)
 }
 
-// grow appends a filter after the newest one, which the caller saw as full.
-// Exactly one handle (across processes) appends: the others find the new
-// filter already there when they get the lock.
-func (f *Filter) grow(seen int) error {
+// grow appends a filter after the newest one, which the caller saw as full
+// in a chain of seen filters. Exactly one handle (across processes) appends:
+// the others find the new filter already there when they get the lock. With
+// append false, grow only finishes a growth that is already in the
+// directory (see publish).
+func (f *Filter) grow(seen int, appendOne bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.file != nil {
-		if err := f.file.Lock(header.MetaAOffset, true, f.timeout); err != nil {
+		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
 			return fmt.Errorf("growth lock: %w", err)
 		}
-		defer f.file.Unlock(header.MetaAOffset)
+		defer f.file.Unlock(header.GrowthLockOffset)
 	}
+	// Under the growth lock nobody else writes the directory.
 	m, err := f.readMeta()
 	if err != nil {
 		return err
 	}
-	if len(m.Filters) > seen {
-		// Someone else grew the chain first.
-		atomic.StoreUint64(f.published, uint64(len(m.Filters)))
+	if len(m.Filters) > seen || !appendOne {
+		// Someone else grew the chain first (or died growing it).
+		if err := f.publish(m); err != nil {
+			return err
+		}
 		return f.loadChain(m)
 	}
-	last := m.Filters[len(m.Filters)-1]
-	d, err := describe(&m.Params, len(m.Filters), last.Offset+last.Length, atomic.LoadUint64(f.filterWord(len(m.Filters)-1, header.FilterMaxIDOff))&header.MaxID+1)
+	i := len(m.Filters)
+	newest := f.filterWord(i-1, header.FilterMaxIDOff)
+	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
+		atomic.LoadUint64(f.filterWord(i-1, header.FilterItemsOff))+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOff)) < m.Filters[i-1].Capacity {
+		// Not full after all: the caller's check counted Adds that were
+		// turned away, or Removes made room. It routes again.
+		return nil
+	}
+	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1)
 	if err != nil {
+		if !errors.Is(err, ErrFull) {
+			err = fmt.Errorf("%w: the chain ends at %d filters: %v", ErrFull, i, err)
+		}
+		return err
+	}
+	// The seal below changes the newest filter's line, and the growth
+	// writes the directory, a filter line and new blocks: mark the file
+	// dirty first, so a file that reads clean was not grown since its flush
+	// (but see docs/FORMAT.md: a flush may still land during the growth).
+	if err := f.ensureDirty(f.filterWord(i-1, header.FilterMarkOff)); err != nil {
 		return err
 	}
 	// Reserve the blocks first: a full disk fails here, not with a SIGBUS later.
 	if err := f.r.Grow(d.Offset + d.Length); err != nil {
-		return fmt.Errorf("growing the file for filter %d: %w", len(m.Filters), err)
+		return fmt.Errorf("growing the file for filter %d: %w", i, err)
 	}
-	i := len(m.Filters)
 	f.initFilterLine(i)
 	if err := f.sync(header.FilterLineOffset(i), header.LineSize); err != nil {
 		return err
@@ -136,19 +163,39 @@ func (f *Filter) grow(seen int) error {
 	if err := f.writeMeta(m); err != nil {
 		return err
 	}
-	// Seal the previous newest filter's id range: an Add still holding the
-	// old chain can no longer widen it and is moved to the new filter, so a
-	// new filter's ids lie above every id already routed to the older one.
-	// The seal changes the previous filter's line: mark it dirty first, so a
-	// clean claim never covers it.
-	if prev := f.chain.Load(); i-1 < len(prev.f) {
-		if err := f.ensureDirty(prev.f[i-1]); err != nil {
+	if err := f.publish(m); err != nil {
+		return err
+	}
+	return f.loadChain(m)
+}
+
+// publish makes every filter of the directory m published, called with the
+// growth lock held. Each filter that has a successor is sealed first: an
+// Add still holding the old chain can no longer widen its id range and is
+// moved to the new filter, so a new filter's ids lie above every id already
+// routed to an older one. Only then is the count stored, so no handle
+// routes an Add to a filter before the one it follows is sealed. A growth
+// whose process died after writing the directory is finished here by the
+// next grower or read-write Open.
+func (f *Filter) publish(m *header.Meta) error {
+	n := len(m.Filters)
+	pub := int(min(atomic.LoadUint64(f.published), uint64(n)))
+	for i := max(pub, 1) - 1; i < n-1; i++ {
+		maxID := f.filterWord(i, header.FilterMaxIDOff)
+		if atomic.LoadUint64(maxID)&header.Sealed != 0 {
+			continue
+		}
+		// The seal changes the filter's line: mark it dirty first, so a
+		// clean claim never covers it.
+		if err := f.ensureDirty(f.filterWord(i, header.FilterMarkOff)); err != nil {
 			return err
 		}
+		seal(maxID)
 	}
-	seal(f.filterWord(i-1, header.FilterMaxIDOff))
-	atomic.StoreUint64(f.published, uint64(len(m.Filters)))
-	return f.loadChain(m)
+	if pub < n {
+		atomic.StoreUint64(f.published, uint64(n))
+	}
+	return nil
 }
 
 func seal(maxID *uint64) {

@@ -44,6 +44,8 @@ var (
 	ErrExists = mmapfile.ErrExists
 	// ErrNetworkFS: the file is on a network file system and AllowNetworkFS was not set.
 	ErrNetworkFS = mmapfile.ErrNetworkFS
+	// ErrBusy: Create with Overwrite found the file open in a handle.
+	ErrBusy = mmapfile.ErrBusy
 	// ErrLockTimeout: a cross-process lock was not granted in time.
 	ErrLockTimeout = mmapfile.ErrLockTimeout
 )

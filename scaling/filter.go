@@ -1,8 +1,10 @@
 package scaling
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -45,6 +47,9 @@ type Filter struct {
 	syncFailed atomic.Bool
 	closeErr   error
 	closeOnce  sync.Once
+
+	limitOnce sync.Once // filterLimit
+	limit     int
 }
 
 // mapKeep keeps the region mapped while anything can still read it.
@@ -85,16 +90,13 @@ func Create(path string, opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf, err := mmapfile.Create(path, first.Offset+first.Length, &mmapfile.Options{
-		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
-	})
+	mf, err := mmapfile.Create(path, first.Offset+first.Length, o.fileOptions())
 	if err != nil {
 		return nil, err
 	}
 	f, err := create(mf, mf, p, first, &o)
 	if err != nil {
-		mf.Close()
-		os.Remove(path)
+		mf.Close() // removes the file made aside; path is as it was
 		return nil, err
 	}
 	return f, nil
@@ -188,6 +190,12 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 	if err := f.loadChain(m); err != nil {
 		return nil, err
 	}
+	if mf != nil {
+		// Only a whole file goes to the path (see mmapfile.Create).
+		if err := mf.Publish(); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.claimSlot(); err != nil {
 		return nil, err
 	}
@@ -208,6 +216,7 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	}
 	mf, err := mmapfile.Open(path, &mmapfile.Options{
 		ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+		OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
 	})
 	if err != nil {
 		return nil, err
@@ -239,11 +248,18 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 	// guard: a file truncated underneath gives an error, not a SIGBUS.
 	var unclean *StateError
 	err := mmapfile.Guard(func() error {
-		m, err := f.readMeta()
-		if err != nil {
-			return err
+		if f.r.Size() < header.DataOffset {
+			// Too short for the hot pages: say what the file is.
+			if _, _, err := f.readDirectory(0); err != nil {
+				return err
+			}
+			return &header.CorruptionError{Offset: 0, Filter: -1, Field: "size", Reason: fmt.Sprintf("file has %d bytes", f.r.Size()), Err: header.ErrNotDablooms}
 		}
 		if err := f.mapHot(); err != nil {
+			return err
+		}
+		m, listed, err := f.readPublished()
+		if err != nil {
 			return err
 		}
 		f.params = m.Params
@@ -259,9 +275,12 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			return nil
 		}
 		if !f.ro {
-			if atomic.LoadUint64(f.published) < uint64(len(m.Filters)) {
-				// A growth was cut between the directory write and the publication.
-				atomic.StoreUint64(f.published, uint64(len(m.Filters)))
+			if listed > len(m.Filters) {
+				// The directory lists a filter that is not published: a
+				// growth in progress, or one its process died in.
+				if err := f.grow(len(m.Filters), false); err != nil {
+					return err
+				}
 			}
 			if err := f.claimSlot(); err != nil {
 				return err
@@ -333,27 +352,94 @@ func SystemBootID() string {
 	return string(b)
 }
 
-// readMeta picks the newest valid metadata copy.
+// readMeta reads the whole directory: the newest valid metadata copy, with
+// every filter it lists. Only a holder of the growth lock (or an open of a
+// file nobody else can change) may rely on it: the directory can list a
+// filter whose growth is not finished (see readPublished).
 func (f *Filter) readMeta() (*header.Meta, error) {
+	m, _, err := f.readDirectory(0)
+	return m, err
+}
+
+// readPublished reads the directory as far as it is published: the first
+// published filters (at least one) of the newest valid metadata copy, and
+// how many the copy lists. A growth appends a filter to the directory before
+// it publishes the count, so a filter past the count may be half made:
+// nothing may route an Add to it or wait for its counters.
+//
+// Other processes may be rewriting a metadata copy while it is read, so a
+// read that finds no valid copy listing the published filters is retried
+// (a copy is torn only while a writer encodes it, and a writer always leaves
+// the other copy whole) until the lock timeout; only then is it an error.
+func (f *Filter) readPublished() (*header.Meta, int, error) {
+	deadline := time.Now().Add(max(f.timeout, time.Second))
+	delay := 10 * time.Microsecond
+	unheld := 0 // reads that failed while no other handle held the growth lock
+	for {
+		want := max(int(atomic.LoadUint64(f.published)), 1)
+		m, listed, err := f.readDirectory(want)
+		if err == nil || f.file == nil || errors.Is(err, mmapfile.ErrClosed) || time.Now().After(deadline) {
+			return m, listed, err
+		}
+		// Metadata is written only under the growth lock. If nobody holds
+		// it, a write that tore this read has ended since: one more read
+		// sees both copies at rest, and a second failure is the file's.
+		held, herr := f.file.Held(header.GrowthLockOffset)
+		switch {
+		case herr != nil:
+			return nil, listed, err
+		case held:
+			unheld = 0
+		case unheld > 0:
+			return nil, listed, err
+		default:
+			unheld++
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Millisecond)
+	}
+}
+
+// readDirectory decodes the newest valid metadata copy from a private copy
+// of its bytes (decoding live memory could check a checksum over one
+// version and parse fields of the next) and cuts its directory to the first
+// want filters (0: all). It returns how many filters the copy lists.
+func (f *Filter) readDirectory(want int) (*header.Meta, int, error) {
 	size := f.r.Size()
 	if f.file != nil {
 		s, err := f.file.Refresh()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		size = s
 	}
-	n := min(size, 2*header.MetaSize)
-	b, err := f.r.Bytes(0, n)
+	live, err := f.r.Bytes(0, min(size, 2*header.MetaSize))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	var buf [2 * header.MetaSize]byte
+	b := buf[:copy(buf[:], live)]
+	// The size after the copy: a filter listed in a copy was allocated
+	// before the copy was written, so it lies within this size.
+	if f.file != nil {
+		if size, err = f.file.Refresh(); err != nil {
+			return nil, 0, err
+		}
 	}
 	m, which, _, err := header.Pick(b, size)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	listed := len(m.Filters)
+	if want > 0 {
+		if listed < want {
+			return nil, listed, &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published",
+				Reason: fmt.Sprintf("%d filters published, the directory lists %d", want, listed), Err: header.ErrCorrupt}
+		}
+		m.Filters = m.Filters[:want]
 	}
 	f.metaWhich, f.generation = which, m.Generation
-	return m, nil
+	return m, listed, nil
 }
 
 func (f *Filter) mapHot() error {
@@ -375,6 +461,7 @@ func (f *Filter) filterWord(i int, field int64) *uint64 {
 
 func (f *Filter) initFilterLine(i int) {
 	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterPendingOff), 0)
 	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), 0)
 	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), ^uint64(0))
 	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), 0)

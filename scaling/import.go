@@ -2,7 +2,6 @@ package scaling
 
 import (
 	"fmt"
-	"os"
 	"sync/atomic"
 
 	"github.com/dablooms/dablooms/header"
@@ -94,9 +93,7 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		}
 		off += length
 	}
-	mf, err := mmapfile.Create(newPath, off, &mmapfile.Options{
-		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
-	})
+	mf, err := mmapfile.Create(newPath, off, o.fileOptions())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,8 +146,7 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		return nil
 	})
 	if err != nil {
-		mf.Close()
-		os.Remove(newPath)
+		mf.Close() // removes the file made aside; newPath is as it was
 		return nil, nil, err
 	}
 	return f, rep, nil

@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -52,12 +53,17 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // for every key added and not removed, and for a small fraction of others
 // (the false-positive rate). It asks every filter and never writes. After
 // Close it reports false.
+//
+// Another handle may have grown the chain: then Contains first maps the new
+// filters, retrying a directory that is being rewritten. If the new filters
+// cannot be mapped even so (a damaged file), Contains cannot rule the key
+// out and reports true; Stats().RefreshError says why.
 func (f *Filter) Contains(key []byte) bool {
 	// No atomic read-modify-write here (see mapKeep): holding the chain
 	// keeps the mapping alive.
 	c, err := f.current()
 	if err != nil {
-		return false
+		return !errors.Is(err, ErrClosed)
 	}
 	found := containsIn(c, f.hash(c, key))
 	runtime.KeepAlive(c)
@@ -146,11 +152,10 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	var m *member
 	var r *record
 	for {
-		m = route(c, id)
-		if m == nil {
+		if m = route(c, id); m == nil {
 			// The newest filter is full: append one (or find that another
 			// handle did) and route again.
-			if err := f.grow(len(c.f)); err != nil {
+			if err := f.grow(len(c.f), true); err != nil {
 				return err
 			}
 		} else {
@@ -163,20 +168,23 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			// flush protocol's half of a Dekker handshake: a flush that froze
 			// writers then sees this operation in flight).
 			r = f.claimRecord(kh, header.OpAdd, m.idx)
-			if err := f.ensureDirty(m); err != nil {
+			if err := f.ensureDirty(m.mark); err != nil {
+				m.unadmit()
 				r.finish(false)
 				return err
 			}
 			if widen(m, id) {
 				break
 			}
+			m.unadmit()
 			r.finish(false)
 			// The filter was sealed by a growth since this chain was read:
 			// this Add raced it and is moved to the new filter.
 			if m == c.f[len(c.f)-1] {
 				// The newest filter is sealed: a growth is being published
-				// (or the file says so wrongly). Grow, or find that growth.
-				if err := f.grow(len(c.f)); err != nil {
+				// (or its process died): finish it, find it, or (a sealed
+				// newest filter with nothing after it) append one.
+				if err := f.grow(len(c.f), true); err != nil {
 					return err
 				}
 			} else if err := f.refresh(); err != nil {
@@ -193,7 +201,10 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
 	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
+	// The item count first, then the admission is released: the two never
+	// count less than the Adds admitted.
 	atomic.AddUint64(m.items, 1)
+	m.unadmit()
 	r.finish(true)
 	return nil
 }
@@ -228,7 +239,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	m.cf.Positions(kh, p)
 	// Record first, then read the state word (see add).
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
-	if err := f.ensureDirty(m); err != nil {
+	if err := f.ensureDirty(m.mark); err != nil {
 		r.finish(false)
 		return err
 	}
@@ -236,13 +247,29 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		r.finish(false)
 		return ErrNotPresent
 	}
-	atomic.AddUint64(m.items, ^uint64(0))
+	decrementItems(m.items)
 	r.finish(true)
 	return nil
 }
 
-// route picks the filter an Add with id goes to, or nil if the newest filter
-// is full and the chain must grow first:
+// decrementItems takes one from an item count, but never below zero. A
+// count of zero with the key's counters all non-zero means saturated
+// counters (15 is never decremented, so a key added more than 15 times
+// stays present after its Adds are all removed): that Remove succeeds and
+// changes nothing, where a negative count would make a file that Open and
+// Verify refuse.
+func decrementItems(items *uint64) {
+	for {
+		v := atomic.LoadUint64(items)
+		if int64(v) <= 0 || atomic.CompareAndSwapUint64(items, v, v-1) {
+			return
+		}
+	}
+}
+
+// route picks the filter an Add with id goes to and admits the Add there
+// (see admit), or returns nil if the newest filter is full and the chain
+// must grow first:
 //   - an id at or above the newest filter's range goes to the newest;
 //   - an id inside the sealed range of an older filter goes to that filter
 //     while it has room in its slack (an Add that raced a growth, or an id
@@ -255,16 +282,39 @@ func route(c *chain, id uint64) *member {
 		for j := len(c.f) - 2; j >= 0; j-- {
 			m := c.f[j]
 			lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-			if lo <= id && id <= hi && atomic.LoadUint64(m.items) < m.desc.Capacity+slack(m.desc.Capacity) {
+			if lo <= id && id <= hi && m.admit(m.desc.Capacity+slack(m.desc.Capacity)) {
 				return m
 			}
 		}
 	}
-	if atomic.LoadUint64(n.items) >= n.desc.Capacity {
+	if !n.admit(n.desc.Capacity) {
 		return nil
 	}
 	return n
 }
+
+// admit reserves room for one more item in m, holding at most limit: the
+// pending word counts the Adds that passed this check and have not yet
+// incremented the item count (they do that, then release the admission).
+// Each check counts every Add admitted before it, in this process or any
+// other, as pending or as an item, so no filter ever takes more than limit
+// items, however many writers race for the last places. A check that fails
+// also counted Adds that are being turned away at the same moment, so a
+// filter within a few items of its limit can be called full early: the
+// chain then grows a little early, which costs bytes, never accuracy (and
+// grow checks again under its lock). A writer that dies between admit and
+// unadmit leaves pending too high: the filter looks fuller, which is safe,
+// until Repair zeroes it.
+func (m *member) admit(limit uint64) bool {
+	p := atomic.AddUint64(m.pend, 1)
+	if atomic.LoadUint64(m.items)+p <= limit {
+		return true
+	}
+	m.unadmit()
+	return false
+}
+
+func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
 
 // slack is how many items beyond its capacity a sealed filter takes for ids
 // inside its range; filters are sized for capacity + slack, so the error
@@ -301,12 +351,13 @@ func widen(m *member, id uint64) bool {
 	}
 }
 
-// ensureDirty applies the dirty-first rule before a change to filter m.
-func (f *Filter) ensureDirty(m *member) error {
-	if seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(m.mark)) {
+// ensureDirty applies the dirty-first rule before a change to the filter
+// whose mark word is mark.
+func (f *Filter) ensureDirty(mark *uint64) error {
+	if seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(mark)) {
 		return nil
 	}
-	return f.words.MarkDirty(m.mark, f.recordBoot, func() error {
+	return f.words.MarkDirty(mark, f.recordBoot, func() error {
 		return f.sync(header.HotOffset, header.SlotsOffset-header.HotOffset)
 	})
 }

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -38,7 +39,10 @@ type Options struct {
 	// tightening) or counting4.Classic (spread over the filter: smallest,
 	// k cache misses).
 	Layout counting4.Layout
-	// Overwrite lets Create replace an existing file.
+	// Overwrite lets Create replace an existing file. The new file is made
+	// aside and renamed over the old one once complete; Create refuses
+	// (errors.Is(err, ErrBusy)) while any handle, read-only ones included,
+	// in any process has the old file open.
 	Overwrite bool
 	// Reserve is the address space reserved for growth (default mmapfile.DefaultReserve).
 	Reserve int64
@@ -113,6 +117,30 @@ func (o *Options) withDefaults() (Options, error) {
 	return v, nil
 }
 
+// chainLimit returns how many filters the schedule of p can make: the
+// chain ends at the first filter whose size or error target leaves what a
+// file can hold (a small tightening ratio drives the targets towards zero),
+// or at header.MaxFilters.
+func chainLimit(p *header.Params) int {
+	off := int64(header.DataOffset)
+	for i := range header.MaxFilters {
+		d, err := describe(p, i, off, 0)
+		if err != nil {
+			return i
+		}
+		off += d.Length
+	}
+	return header.MaxFilters
+}
+
+// fileOptions are the options of the file Create makes.
+func (o *Options) fileOptions() *mmapfile.Options {
+	return &mmapfile.Options{
+		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+		OpenLock: header.OpenLockOffset,
+	}
+}
+
 // filterTarget returns the false-positive target of filter i: the targets
 // ErrorRate·(1-r)·r^i sum to ErrorRate over an unbounded chain.
 func filterTarget(p *header.Params, i int) float64 {
@@ -127,7 +155,7 @@ func filterCapacity(p *header.Params, i int) uint64 {
 // describe sizes filter i of a chain whose previous filter ends at off.
 func describe(p *header.Params, i int, off int64, firstID uint64) (header.FilterDesc, error) {
 	if i >= header.MaxFilters {
-		return header.FilterDesc{}, ErrFull
+		return header.FilterDesc{}, fmt.Errorf("%w: %d filters, the most a file holds", ErrFull, header.MaxFilters)
 	}
 	capy := filterCapacity(p, i)
 	target := filterTarget(p, i)

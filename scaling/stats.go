@@ -136,6 +136,13 @@ type Stats struct {
 	Count        uint64
 	EstimatedFPR float64 // expected false-positive rate of Contains: the sum over filters
 	Filters      []FilterStats
+	// FilterLimit is how many filters the chain can reach: MaxFilters (64),
+	// or fewer where the schedule makes a filter too large or its error
+	// target too small to build; Add then returns ErrFull.
+	FilterLimit int
+	// RefreshError is why filters another handle published could not be
+	// mapped (nil normally); Filters then lists only those this handle has.
+	RefreshError error
 }
 
 // Stats returns a snapshot of the store's numbers.
@@ -154,7 +161,7 @@ func (f *Filter) Stats() Stats {
 		FileSize: f.r.Size(), Capacity: f.params.Capacity, ErrorRate: f.params.ErrorRate,
 		GrowthFactor: f.params.GrowthFactor, Tightening: f.params.TighteningRatio, Seed: f.params.Seed,
 		MemSeqnum: f.MemSeqnum(), DiskSeqnum: f.DiskSeqnum(), Phase: ph.String(), Epoch: ep,
-		Condition: f.Condition(),
+		Condition: f.Condition(), RefreshError: err, FilterLimit: f.filterLimit(),
 	}
 	if f.file != nil {
 		s.Path = f.file.Path()
@@ -175,6 +182,12 @@ func (f *Filter) Stats() Stats {
 		s.Filters = append(s.Filters, fs)
 	}
 	return s
+}
+
+// filterLimit is chainLimit of the file's parameters, worked out once.
+func (f *Filter) filterLimit() int {
+	f.limitOnce.Do(func() { f.limit = chainLimit(&f.params) })
+	return f.limit
 }
 
 // Params returns the parameters the file was created with.
