@@ -11,7 +11,6 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
-	"golang.org/x/sys/unix"
 )
 
 var errCrash = errors.New("simulated crash")
@@ -200,30 +199,13 @@ func TestVerifyReport(t *testing.T) {
 	}
 }
 
-// holdOpenLock emulates an open read-only handle: a read-only descriptor
-// holding a shared OFD lock on the open lock byte, as every handle does
-// (FORMAT.md). It returns the descriptor; closing it releases the lock.
-func holdOpenLock(t *testing.T, path string) *os.File {
-	t.Helper()
-	fh, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: header.OpenLockOffset, Len: 1}
-	if err := unix.FcntlFlock(fh.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
-		t.Fatal(err)
-	}
-	return fh
-}
-
-// TestRepairRefusesOpenReader: a repair in place renames a new file over
-// the path, so it refuses (ErrBusy) while any handle has the file open,
-// read-only ones included, and works once it is closed; a repair into
-// Output, a dry run and Verify do not mind a reader (issue 11, item 6).
 func TestRepairRefusesOpenReader(t *testing.T) {
 	path := newFile(t, 100, counting4.Blocked512, 10)
 	flipByte(t, path, header.MetaBOffset) // something to repair
-	reader := holdOpenLock(t, path)
+	reader, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Repair with a reader open: %v, want ErrBusy", err)
 	}
@@ -237,10 +219,10 @@ func TestRepairRefusesOpenReader(t *testing.T) {
 	if _, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true}); err != nil {
 		t.Fatalf("dry run with a reader open: %v", err)
 	}
-	// The reader still holds its lock: Verify took none exclusively.
-	lk := unix.Flock_t{Type: unix.F_RDLCK, Start: header.OpenLockOffset, Len: 1}
-	if err := unix.FcntlFlock(reader.Fd(), unix.F_OFD_SETLK, &lk); err != nil {
-		t.Fatal(err)
+	// Neither Verify, the dry run nor Output took the open lock: a
+	// repair in place is still refused while the reader is open.
+	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Repair with a reader open: %v, want ErrBusy", err)
 	}
 	reader.Close()
 	if rep, err := Repair(path, &RepairOptions{BootID: testBoot}); err != nil || rep.State != Clean {
