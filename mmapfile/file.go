@@ -215,6 +215,21 @@ func Open(path string, o *Options) (*File, error) {
 	}
 }
 
+// kindOf names what a file that is not a regular one is.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return m.Type().String()
+}
+
 // samePath reports whether the file's path still names the open file.
 func (mf *File) samePath() (bool, error) {
 	var a, b unix.Stat_t
@@ -272,7 +287,7 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is a %v", ErrNotRegular, path, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, kindOf(fi.Mode()))
 	}
 	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
 		f.Close()

@@ -13,7 +13,9 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
@@ -763,5 +765,29 @@ func TestTruncatedAdvice(t *testing.T) {
 	r = tr.step(1, "", "repair $D/big.dbl --rebuild-from $D/keys.tsv --output $D/h.dbl")
 	if strings.Contains(r.stdout, "re-added") {
 		t.Errorf("repair that wrote nothing:\n%s", r.stdout)
+	}
+}
+
+// Every command that opens a file refuses a FIFO at once instead of
+// blocking in open(2) (issue 11 item 7: inspect and contains hung).
+func TestFIFORefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"inspect", path}, {"contains", path, "k"}, {"verify", path}, {"add", path, "k"},
+		{"remove", path, "k", "1"}, {"flush", path}, {"repair", path},
+	} {
+		done := make(chan result, 1)
+		go func() { done <- cli(t, "", args...) }()
+		select {
+		case r := <-done:
+			if r.code != 1 || !strings.Contains(r.stderr, "not a regular file") {
+				t.Errorf("%v on a FIFO: exit %d, %q; want 1, not a regular file", args, r.code, r.stderr)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%v on a FIFO blocked", args)
+		}
 	}
 }
