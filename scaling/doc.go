@@ -78,21 +78,44 @@
 //     operation back exactly (recover.Repair). Each record also counts the
 //     operations completed through it; MemSeqnum is their sum, so writers in
 //     different processes never contend on one cache line for it.
+//   - Admission: an Add reserves its place in a filter before it changes
+//     counters (the filter line's pending word counts Adds admitted and not
+//     yet counted as items), so no filter takes more than its capacity (plus
+//     slack, for a sealed one) however many goroutines and processes race
+//     for the last places.
 //   - Growth lock: appending a filter takes an exclusive OFD lock on byte 0 of
 //     the file (waiting at most LockTimeout). The appender re-reads the
-//     directory (another process may have grown the chain already), reserves
-//     the blocks with fallocate, initialises the filter's line, writes both
-//     metadata copies (each synced before the other is touched), and then
+//     directory (another process may have grown the chain already), marks
+//     the file dirty, reserves the blocks with fallocate, initialises the
+//     filter's line, writes both metadata copies (each synced before the
+//     other is touched), seals the previous filter's id range, and then
 //     publishes the new count with an atomic store in the hot page.
 //   - Noticing growth: every operation compares the published count with its
 //     own chain (one load of a read-mostly word); when it is larger, the
-//     handle re-reads the directory and maps the new filter from the address
-//     space it reserved at open, without remapping. An Add that raced the
-//     growth lands in the filter it saw as newest, whose id range records it.
+//     handle re-reads the directory from a private copy of its bytes
+//     (retrying while another handle holds the growth lock and may be
+//     rewriting it) and maps the new filters, only as many as are
+//     published: a filter the directory lists past the count belongs to a
+//     growth in progress, and no Add is routed there. A growth whose process
+//     died before publishing is finished (sealed and published) by the next
+//     grower or read-write Open. A file that outgrows the address space the
+//     handle reserved at open is mapped again; the old mapping stays until
+//     Close. An Add that raced the growth lands in the filter it saw as
+//     newest, whose id range records it.
 //   - Readers: a read-only handle sees every counter change of a completed
 //     Add as soon as the Add returns (the mapping is shared), so Contains
 //     never reports a false negative for a key whose Add returned before the
 //     Contains began. During an Add, Contains may see some of its counters.
+//     If a grown directory cannot be read even after waiting for its writer
+//     (a damaged file), Contains cannot rule a key out and reports true;
+//     Stats().RefreshError says why.
+//   - Open lock: every handle, read-only ones included, holds a shared OFD
+//     lock on byte 8192 for its lifetime. Create with Overwrite builds the
+//     new file aside and renames it over the path, and recover.Repair
+//     renames a repaired file over it; both take that byte exclusively
+//     first and refuse (ErrBusy) while any handle holds it, so no open
+//     handle is ever left on a replaced file. An Open granted the lock
+//     checks that the path still names the file it opened.
 //   - Flush: Flush from any process syncs the whole file, so everything every
 //     process completed so far becomes durable. To mark the file clean it
 //     freezes writers (state Dirty→Flushing), checks that no record of any
@@ -119,8 +142,8 @@
 // by zero pages at Close and unmapped only once the garbage collector finds
 // no lookup still holding them: a lookup never faults because of Close.
 //
-// A file must not be truncated while open; a mapping of a truncated file
-// faults. Open validates the file under a fault guard and returns an error;
+// A file must not be truncated by other programs while open; a mapping of a
+// truncated file faults. Open validates the file under a fault guard and returns an error;
 // operations on an already open handle do not.
 //
 // NewMemory gives the same store in ordinary memory, for tests under the
