@@ -1,16 +1,14 @@
 package legacy
 
-import "github.com/twmb/murmur3"
+import "github.com/dablooms/dablooms/header"
 
 // Seed is the original's MurmurHash3 seed (SALT_CONSTANT).
-const Seed = 0x97c29b3a
+const Seed = header.MurmurSeed
 
-// Hash returns the first 64-bit word of MurmurHash3 x64/128 of key with the original's seed.
-// Its low and high 32 bits are the h1 and h2 from which Index derives every counter index.
-func Hash(key []byte) uint64 {
-	h, _ := murmur3.SeedSum128(Seed, Seed, key)
-	return h
-}
+// Hash returns the first 64-bit word of MurmurHash3 x64/128 of key with the original's seed
+// (header.HashKeyOriginal). Its low and high 32 bits are the h1 and h2 from which Index derives
+// every counter index.
+func Hash(key []byte) uint64 { return header.HashKeyOriginal(key) }
 
 // Index returns the counter index, within its filter, of hash function j (0 <= j < K) for a key
 // whose Hash is h, in a filter with countsPerFunc counters per function:

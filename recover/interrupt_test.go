@@ -54,7 +54,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 		n++
 		return true
 	}
-	kh := scaling.HashKey(seed, op.key) + counting4.Salt(op.filter)
+	kh := header.HashKey(seed, op.key) + counting4.Salt(op.filter)
 	pos := make([]uint64, d.K)
 	counting4.Layout(d.LayoutID).Positions(kh, d.Counters, d.K, pos)
 	words := img.w[d.Offset/8:]

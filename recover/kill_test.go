@@ -351,7 +351,7 @@ func checkReplay(t *testing.T, trial int, path string, done, pending []killOp) {
 	lay := counting4.Layout(d.LayoutID)
 	pos := make([]uint64, d.K)
 	positions := func(k []byte) []uint64 {
-		lay.Positions(scaling.HashKey(m.Params.Seed, k)+counting4.Salt(0), d.Counters, d.K, pos)
+		lay.Positions(header.HashKey(m.Params.Seed, k)+counting4.Salt(0), d.Counters, d.K, pos)
 		return pos
 	}
 	// Net count of each key over the completed operations.

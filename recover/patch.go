@@ -8,7 +8,6 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
-	"github.com/dablooms/dablooms/scaling"
 	"github.com/dablooms/dablooms/seqnum"
 )
 
@@ -307,9 +306,9 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 		}
 		var h uint64
 		if d.HashID == header.HashMurmur3Orig {
-			h = scaling.HashKeyOriginal(key)
+			h = header.HashKeyOriginal(key)
 		} else {
-			h = scaling.HashKey(seed, key) + salt
+			h = header.HashKey(seed, key) + salt
 		}
 		cf.Add(h, nil)
 		count++

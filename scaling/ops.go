@@ -12,18 +12,11 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/seqnum"
-	"github.com/twmb/murmur3"
 )
 
-// MurmurSeed is the seed of the original dablooms' MurmurHash3.
-const MurmurSeed = 0x97c29b3a
-
-// HashKeyOriginal is the original dablooms' key hash: the first 64-bit word
-// of MurmurHash3 x64/128 with seed 0x97c29b3a.
-func HashKeyOriginal(key []byte) uint64 {
-	h1, _ := murmur3.SeedSum128(MurmurSeed, MurmurSeed, key)
-	return h1
-}
+// HashKey is the native key hash of a file with the given seed
+// (header.HashKey: the hash is part of the file format).
+func HashKey(seed uint64, key []byte) uint64 { return header.HashKey(seed, key) }
 
 // hashes holds a key's hash for each hash algorithm in the chain.
 type hashes struct{ native, murmur uint64 }
@@ -33,9 +26,9 @@ type hashes struct{ native, murmur uint64 }
 // has a converted filter. Converted filters only ever come first, so a chain
 // that grows never gains one.
 func (f *Filter) hash(c *chain, key []byte) hashes {
-	h := hashes{native: HashKey(f.params.Seed, key)}
+	h := hashes{native: header.HashKey(f.params.Seed, key)}
 	if c.hasMurmur {
-		h.murmur = HashKeyOriginal(key)
+		h.murmur = header.HashKeyOriginal(key)
 	}
 	return h
 }

@@ -1,12 +1,27 @@
-package scaling
+package header
 
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/twmb/murmur3"
 )
 
+// MurmurSeed is the seed of the original dablooms' MurmurHash3
+// (its SALT_CONSTANT).
+const MurmurSeed = 0x97c29b3a
+
+// HashKeyOriginal is the key hash of filters with hash id HashMurmur3Orig
+// (converted from dablooms 0.9.1): the first 64-bit word of MurmurHash3
+// x64/128 with seed MurmurSeed.
+func HashKeyOriginal(key []byte) uint64 {
+	h1, _ := murmur3.SeedSum128(MurmurSeed, MurmurSeed, key)
+	return h1
+}
+
 // HashKey is the native key hash of a file with the given seed: XXH64 of
-// the key with the seed. It is part of the file format.
+// the key with the seed (hash id HashXXH64Seeded). It is part of the file
+// format.
 //
 // The reference is cespare/xxhash's seeded Digest (ResetWithSeed, Write,
 // Sum64), which copies a short key into the Digest's buffer before hashing
