@@ -53,7 +53,9 @@ const (
 	// count is not yet incremented (a hint that only makes the filter look
 	// fuller: a writer killed mid-Add leaves it too high; Repair zeroes it).
 	FilterPendingOff = 32 // uint64
-	// Words +40 to +56 of a filter line are reserved (zero).
+	// FilterReservedOff is the first reserved byte of a filter line: the
+	// rest of the line is zero.
+	FilterReservedOff = 40
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize

@@ -18,23 +18,15 @@ var le = binary.LittleEndian
 // Record op word: bits 0-1 the operation type (0 = idle), bits 8-15 the
 // filter, bits 16-63 the number of operations completed through the record
 // (scaling/slot.go).
-const (
-	opTypeMask    = 3
-	opFilterShift = 8
-	opCountShift  = 16
-)
+const ()
 
-// filterReservedOff is the first reserved (zero) byte of a filter line: after
-// the pending-adds word, a hint that may hold any value.
-const filterReservedOff = header.FilterPendingOff + 8
-
-// itemLimit is the largest item count a filter of the given capacity may
-// legitimately hold: a sealed filter takes capacity/64+16 items beyond its
-// capacity for ids inside its range (scaling's slack), and concurrent adders
-// may each pass the capacity check before any increments, at most one per
-// in-flight record of every slot.
+// itemLimit is the largest item count Verify accepts for a filter of the
+// given capacity: header.ItemLimit, which the library never exceeds, plus
+// one per in-flight record of every slot, which files written before Adds
+// were admitted (docs/FORMAT.md) could reach when writers raced for the
+// last places.
 func itemLimit(capacity uint64) uint64 {
-	return capacity + capacity/64 + 16 + header.NumSlots*header.RecordsPerSlot
+	return header.ItemLimit(capacity) + header.NumSlots*header.RecordsPerSlot
 }
 
 // analysis is everything Verify learns about a file; Repair and Rebuild plan
@@ -108,11 +100,11 @@ type recInfo struct {
 
 type recRef struct{ slot, rec int }
 
-func (r *recInfo) inFlight() bool { return r.op&opTypeMask != 0 }
-func (r *recInfo) count() uint64  { return r.op >> opCountShift }
-func (r *recInfo) filter() int    { return int(r.op >> opFilterShift & 0xff) }
+func (r *recInfo) inFlight() bool { return header.OpWord(r.op).InFlight() }
+func (r *recInfo) count() uint64  { return header.OpWord(r.op).Completed() }
+func (r *recInfo) filter() int    { return header.OpWord(r.op).Filter() }
 func (r *recInfo) dir() int64 {
-	if r.op&opTypeMask == header.OpRemove {
+	if header.OpWord(r.op).Op() == header.OpRemove {
 		return -1
 	}
 	return 1
@@ -317,13 +309,13 @@ func (a *analysis) readLines() {
 		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
 		fi.tailOff = -1
 		fi.pending = le.Uint64(line[header.FilterPendingOff:])
-		fi.lineExtra = firstNonZero(line[filterReservedOff:]) >= 0
+		fi.lineExtra = firstNonZero(line[header.FilterReservedOff:]) >= 0
 		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
 		fi.lineOK = true
 		switch {
 		case fi.lineExtra:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+filterReservedOff, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+			a.note(Corrupt, i, -1, off+header.FilterReservedOff, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
 		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
 			a.note(Corrupt, i, -1, off+header.FilterMarkOff, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
@@ -451,7 +443,7 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			ri.extra = firstNonZero(a.head[off+header.RecNewOff+8:off+header.LineSize]) >= 0
 			si.completed += ri.count()
 			if !ri.inFlight() {
-				stray := ri.op&(1<<opCountShift-1) != 0 || ri.extra
+				stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle() || ri.extra
 				masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0
 				ri.bad = stray || masks
 				switch {
@@ -473,7 +465,7 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			f := ri.filter()
 			var why string
 			switch {
-			case ri.op&opTypeMask == 3:
+			case header.OpWord(ri.op).Op() == 3:
 				why = "operation type 3"
 			case ri.op&0xfc != 0:
 				why = "reserved bits of the op word are set"
@@ -710,15 +702,7 @@ func (a *analysis) checkSums() {
 	}
 }
 
-func opName(op uint64) string {
-	switch op & opTypeMask {
-	case header.OpAdd:
-		return "add"
-	case header.OpRemove:
-		return "remove"
-	}
-	return fmt.Sprintf("invalid(%d)", op&opTypeMask)
-}
+func opName(op uint64) string { return header.OpWord(op).OpName() }
 
 // report builds the public report.
 func (a *analysis) report(path string) *Report {

@@ -111,7 +111,7 @@ func hostileCases() []hostileCase {
 		{name: "published count impossible", mutate: word(header.PublishedOffset, 1000), state: Corrupt, err: header.ErrCorrupt, repair: rebuild},
 		{name: "disk_seqnum impossible", mutate: word(header.DiskSeqOffset, 1<<50), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
 		{name: "dirty mark from the future", mutate: word(header.FilterLineOffset(1)+header.FilterMarkOff, 1<<40), state: Corrupt, err: header.ErrCorrupt, openOK: true, repair: rebuild},
-		{name: "record of op type 3", mutate: word(header.RecordOffset(7, 2)+header.RecOpOff, 3|5<<opCountShift), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "record of op type 3", mutate: word(header.RecordOffset(7, 2)+header.RecOpOff, uint64(header.IdleOp(5)|3)), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
 		{name: "newest filter sealed", mutate: func(b []byte) []byte {
 			off := header.FilterLineOffset(1) + header.FilterMaxIDOff
 			le.PutUint64(b[off:], le.Uint64(b[off:])|header.Sealed)

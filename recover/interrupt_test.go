@@ -67,7 +67,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	evNew := img.at(recOff + header.RecNewOff)
 	line := header.FilterLineOffset(op.filter)
 	items := img.at(line + header.FilterItemsOff)
-	count := *opw >> opCountShift
+	count := header.OpWord(*opw).Completed()
 	typ := uint64(header.OpAdd)
 	if !op.add {
 		typ = header.OpRemove
@@ -83,7 +83,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 		return m
 	}
 	claim := func() bool {
-		return step(func() { *opw = count<<opCountShift | typ | uint64(op.filter)<<opFilterShift }) && step(func() { *hash = kh })
+		return step(func() { *opw = uint64(header.IdleOp(count).Begin(typ, op.filter)) }) && step(func() { *hash = kh })
 	}
 	// cas is counting4's cas (evidence, doubt, then the store of nw to word
 	// wi, changing the positions ch) followed by the caller's Changed update.
@@ -97,7 +97,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 			c++
 		}
 		return step(func() { *changed = 0 }) && step(func() { *doubt = 0 }) &&
-			step(func() { *evWord = 0 }) && step(func() { *evNew = 0 }) && step(func() { *opw = c << opCountShift })
+			step(func() { *evWord = 0 }) && step(func() { *evNew = 0 }) && step(func() { *opw = uint64(header.IdleOp(c)) })
 	}
 	if op.add {
 		if !claim() {

@@ -139,7 +139,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 				continue
 			}
 			off := header.RecordOffset(s, r)
-			p.put(off+header.RecOpOff, c<<opCountShift)
+			p.put(off+header.RecOpOff, uint64(header.IdleOp(c)))
 			p.put(off+header.RecHashOff, 0)
 			p.put(off+header.RecChangedOff, 0)
 			p.put(off+header.RecDoubtOff, 0)

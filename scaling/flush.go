@@ -76,9 +76,9 @@ func (f *Filter) Flush() error {
 func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := atomic.LoadUint64(f.recordOp(s, r))
-			completed += op >> opCountShift
-			inFlight = inFlight || op&opTypeMask != 0
+			op := header.OpWord(atomic.LoadUint64(f.recordOp(s, r)))
+			completed += op.Completed()
+			inFlight = inFlight || op.InFlight()
 		}
 	}
 	return completed, inFlight

@@ -123,7 +123,7 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		// Carry mem_seqnum over as operations completed through slot 63's
 		// first record (mem_seqnum is the sum over all records).
 		if old.MemSeqnum > 0 {
-			atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), old.MemSeqnum<<opCountShift)
+			atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), uint64(header.IdleOp(old.MemSeqnum)))
 		}
 		ep := uint64(1)
 		switch rep.State {

@@ -17,6 +17,9 @@ import (
 // Tests of issue 11: what other handles see while the chain grows, and
 // files replaced or outgrown while open. Each names the item it pins.
 
+// slack is header.Slack, short for the checks of the tests.
+func slack(capacity uint64) uint64 { return header.Slack(capacity) }
+
 func lcKey(i int) []byte { return []byte(fmt.Sprintf("lc-%06d", i)) }
 
 func lcCreate(t *testing.T, o *Options) (*Filter, string) {

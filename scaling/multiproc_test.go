@@ -1013,7 +1013,7 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
 			op := rec(s, r, header.RecOpOff)
-			if t := op & opTypeMask; t != header.OpAdd && t != header.OpRemove {
+			if t := header.OpWord(op).Op(); t != header.OpAdd && t != header.OpRemove {
 				if rec(s, r, header.RecChangedOff) != 0 || rec(s, r, header.RecDoubtOff) != 0 ||
 					rec(s, r, header.RecWordOff) != 0 || rec(s, r, header.RecNewOff) != 0 {
 					st.idleStray++ // possible once finish makes the op idle before clearing the masks and evidence
@@ -1145,8 +1145,8 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 	}
 	stale := map[pk]int{}
 	for bi, bz := range busy {
-		typ := bz.op & opTypeMask
-		if f := bz.op >> opFilterShift & 0xff; f != 0 {
+		typ := header.OpWord(bz.op).Op()
+		if f := header.OpWord(bz.op).Filter(); f != 0 {
 			return fmt.Errorf("record %d/%d names filter %d", bz.slot, bz.r, f)
 		}
 		best := -1
@@ -1253,7 +1253,7 @@ func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStat
 	counted := make([]uint64, nprocs)
 	for s, p := range slotOf {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			counted[p] += rec(s, r, header.RecOpOff) >> opCountShift
+			counted[p] += header.OpWord(rec(s, r, header.RecOpOff)).Completed()
 		}
 	}
 	// Enumerate the assignments of the unknowns; a solution must explain

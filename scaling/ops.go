@@ -275,7 +275,7 @@ func route(c *chain, id uint64) *member {
 		for j := len(c.f) - 2; j >= 0; j-- {
 			m := c.f[j]
 			lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-			if lo <= id && id <= hi && m.admit(m.desc.Capacity+slack(m.desc.Capacity)) {
+			if lo <= id && id <= hi && m.admit(header.ItemLimit(m.desc.Capacity)) {
 				return m
 			}
 		}
@@ -308,11 +308,6 @@ func (m *member) admit(limit uint64) bool {
 }
 
 func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
-
-// slack is how many items beyond its capacity a sealed filter takes for ids
-// inside its range; filters are sized for capacity + slack, so the error
-// bound holds.
-func slack(capacity uint64) uint64 { return capacity/64 + 16 }
 
 // widen extends the filter's id range to hold id, before the counters change,
 // so a Remove with that id (from any process) finds the filter. It fails if

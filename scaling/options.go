@@ -165,7 +165,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 	lay := counting4.Layout(p.LayoutID)
 	// Sized for the slack too: a sealed filter takes up to that many more
 	// items for ids inside its range (see route).
-	counters, k, err := lay.Size(capy+slack(capy), target)
+	counters, k, err := lay.Size(header.ItemLimit(capy), target)
 	if err != nil {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
 	}

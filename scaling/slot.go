@@ -71,7 +71,7 @@ func (f *Filter) recordOp(s, r int) *uint64 {
 func (f *Filter) slotInFlight(s int) int {
 	n := 0
 	for r := 0; r < header.RecordsPerSlot; r++ {
-		if atomic.LoadUint64(f.recordOp(s, r))&opTypeMask != 0 {
+		if header.OpWord(atomic.LoadUint64(f.recordOp(s, r))).InFlight() {
 			n++
 		}
 	}
@@ -89,14 +89,6 @@ func (f *Filter) releaseSlot() {
 	f.slot = -1
 }
 
-// Record op word: bits 0-1 the operation type (0 = idle), bits 8-15 the
-// filter, bits 16-63 the number of operations completed through the record.
-const (
-	opTypeMask    = 3
-	opFilterShift = 8
-	opCountShift  = 16
-)
-
 // claimRecord takes an idle record of this handle's slot for one operation,
 // starting at a position chosen by the key hash so goroutines rarely collide.
 func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
@@ -113,7 +105,7 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 			// A sequentially consistent store: the caller reads the state
 			// word next, and a flush must not miss this record (x86 may
 			// otherwise let that load pass this store).
-			atomic.StoreUint64(r.op, old|op|uint64(filter)<<opFilterShift)
+			atomic.StoreUint64(r.op, uint64(header.OpWord(old).Begin(op, filter)))
 			return r
 		}
 		if i == (h%n+n-1)%n {
@@ -129,12 +121,7 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 // idle record with stray masks or evidence, which mean nothing and which
 // claimSlot clears.)
 func (r *record) finish(completed bool) {
-	old := atomic.LoadUint64(r.op)
-	n := old >> opCountShift
-	if completed {
-		n++
-	}
-	counting4.StoreOrdered(r.op, n<<opCountShift)
+	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Finish(completed)))
 	counting4.StoreOrdered(r.changed, 0)
 	counting4.StoreOrdered(r.doubt, 0)
 	counting4.StoreOrdered(r.word, 0)

@@ -147,7 +147,7 @@ func inFlight(b []byte) bool {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
 			off := header.RecordOffset(s, r) + header.RecOpOff
-			if off+8 <= int64(len(b)) && binary.LittleEndian.Uint64(b[off:])&3 != 0 {
+			if off+8 <= int64(len(b)) && header.OpWord(binary.LittleEndian.Uint64(b[off:])).InFlight() {
 				return true
 			}
 		}
