@@ -108,6 +108,22 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 		return nil, corrupt(ErrNotDablooms, base, -1, "metadata", "only %d bytes, need %d", len(b), MetaSize)
 	}
 	b = b[:MetaSize]
+	m, err := decodeFixed(b, base)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeParams(b, base, &m.Params); err != nil {
+		return nil, err
+	}
+	if m.Filters, err = decodeDirectory(b, base, fileSize); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// decodeFixed checks the magic, the checksum, the version and the fields
+// every copy holds the same, and reads the generation, flags and time.
+func decodeFixed(b []byte, base int64) (*Meta, error) {
 	le := binary.LittleEndian
 	if [8]byte(b[offMagic:offMagic+8]) != Magic {
 		return nil, corrupt(ErrNotDablooms, base+offMagic, -1, "magic", "got %q", b[offMagic:offMagic+8])
@@ -145,7 +161,12 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 	if v := le.Uint64(b[offDataOffset:]); v != DataOffset {
 		return nil, corrupt(ErrCorrupt, base+offDataOffset, -1, "data offset", "%d, expected %d", v, DataOffset)
 	}
-	p := &m.Params
+	return m, nil
+}
+
+// decodeParams reads and validates the file parameters into p.
+func decodeParams(b []byte, base int64, p *Params) error {
+	le := binary.LittleEndian
 	p.Capacity = le.Uint64(b[offCapacity:])
 	p.ErrorRate = math.Float64frombits(le.Uint64(b[offErrorRate:]))
 	p.GrowthFactor = math.Float64frombits(le.Uint64(b[offGrowth:]))
@@ -156,52 +177,29 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 	if err := ValidateParams(p); err != nil {
 		ce := err.(*CorruptionError)
 		ce.Offset += base
-		return nil, ce
+		return ce
 	}
-	n := le.Uint32(b[offNumFilters:])
+	return nil
+}
+
+// decodeDirectory reads and validates the directory: 1 … MaxFilters
+// contiguous, page-aligned entries within fileSize (if ≥ 0), and the unused
+// entries all zero, so stale data can't be mistaken for a filter.
+func decodeDirectory(b []byte, base, fileSize int64) ([]FilterDesc, error) {
+	n := binary.LittleEndian.Uint32(b[offNumFilters:])
 	if n == 0 || n > MaxFilters {
 		return nil, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d, must be 1 to %d", n, MaxFilters)
 	}
-	m.Filters = make([]FilterDesc, n)
+	filters := make([]FilterDesc, n)
 	prevEnd := int64(DataOffset)
-	for i := range m.Filters {
-		eoff := int64(offDirectory + i*entrySize)
-		e := b[eoff:]
-		f := FilterDesc{
-			FirstID:   le.Uint64(e[entFirstID:]),
-			Capacity:  le.Uint64(e[entCapacity:]),
-			Counters:  le.Uint64(e[entCounters:]),
-			ErrorRate: math.Float64frombits(le.Uint64(e[entErrorRate:])),
-			K:         int(le.Uint16(e[entK:])),
-			HashID:    e[entHashID],
-			LayoutID:  e[entLayoutID],
+	for i := range filters {
+		f, err := decodeEntry(b, base, i, prevEnd, fileSize)
+		if err != nil {
+			return nil, err
 		}
-		off, length := le.Uint64(e[entOffset:]), le.Uint64(e[entLength:])
-		at := base + eoff
-		switch {
-		case off > MaxFileSize || length > MaxFileSize:
-			return nil, corrupt(ErrCorrupt, at+entOffset, i, "offset/length", "offset %d length %d beyond the largest file", off, length)
-		case int64(off) != prevEnd:
-			return nil, corrupt(ErrCorrupt, at+entOffset, i, "offset", "%d, expected %d (filters are contiguous)", off, prevEnd)
-		case off%PageSize != 0 || length%PageSize != 0 || length == 0:
-			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "offset %d length %d not page-aligned or empty", off, length)
-		}
-		f.Offset, f.Length = int64(off), int64(length)
-		prevEnd = f.Offset + f.Length // no overflow: both ≤ 2^40
-		if prevEnd > MaxFileSize {
-			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, beyond the largest file", prevEnd)
-		}
-		if fileSize >= 0 && prevEnd > fileSize {
-			return nil, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, file has %d bytes", prevEnd, fileSize)
-		}
-		if err := validateEntry(&f); err != nil {
-			ce := err.(*CorruptionError)
-			ce.Offset, ce.Filter = at+ce.Offset, i
-			return nil, ce
-		}
-		m.Filters[i] = f
+		filters[i] = f
+		prevEnd = f.Offset + f.Length
 	}
-	// Unused directory entries must be zero, so stale data can't be mistaken.
 	for i := int(n); i < MaxFilters; i++ {
 		e := b[offDirectory+i*entrySize : offDirectory+(i+1)*entrySize]
 		for _, c := range e {
@@ -210,7 +208,48 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 			}
 		}
 	}
-	return m, nil
+	return filters, nil
+}
+
+// decodeEntry reads and validates directory entry i, which must start at
+// prevEnd (the end of the one before it).
+func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64) (FilterDesc, error) {
+	le := binary.LittleEndian
+	eoff := int64(offDirectory + i*entrySize)
+	e := b[eoff:]
+	f := FilterDesc{
+		FirstID:   le.Uint64(e[entFirstID:]),
+		Capacity:  le.Uint64(e[entCapacity:]),
+		Counters:  le.Uint64(e[entCounters:]),
+		ErrorRate: math.Float64frombits(le.Uint64(e[entErrorRate:])),
+		K:         int(le.Uint16(e[entK:])),
+		HashID:    e[entHashID],
+		LayoutID:  e[entLayoutID],
+	}
+	off, length := le.Uint64(e[entOffset:]), le.Uint64(e[entLength:])
+	at := base + eoff
+	switch {
+	case off > MaxFileSize || length > MaxFileSize:
+		return f, corrupt(ErrCorrupt, at+entOffset, i, "offset/length", "offset %d length %d beyond the largest file", off, length)
+	case int64(off) != prevEnd:
+		return f, corrupt(ErrCorrupt, at+entOffset, i, "offset", "%d, expected %d (filters are contiguous)", off, prevEnd)
+	case off%PageSize != 0 || length%PageSize != 0 || length == 0:
+		return f, corrupt(ErrCorrupt, at+entLength, i, "length", "offset %d length %d not page-aligned or empty", off, length)
+	}
+	f.Offset, f.Length = int64(off), int64(length)
+	end := f.Offset + f.Length // no overflow: both ≤ 2^40
+	if end > MaxFileSize {
+		return f, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, beyond the largest file", end)
+	}
+	if fileSize >= 0 && end > fileSize {
+		return f, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, file has %d bytes", end, fileSize)
+	}
+	if err := validateEntry(&f); err != nil {
+		ce := err.(*CorruptionError)
+		ce.Offset, ce.Filter = at+ce.Offset, i
+		return f, ce
+	}
+	return f, nil
 }
 
 func validateEntry(f *FilterDesc) error {
