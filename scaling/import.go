@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 
@@ -72,17 +73,38 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 	if len(old.Filters) > header.MaxFilters {
 		return nil, nil, fmt.Errorf("dablooms: the original file has %d filters, more than the %d a file holds", len(old.Filters), header.MaxFilters)
 	}
-	rep := &ImportReport{Filters: len(old.Filters), MaxID: old.MaxID, MemSeqnum: old.MemSeqnum, DiskSeqnum: old.DiskSeqnum}
-	switch {
-	case state != "":
-		rep.State = state
-	case old.MemSeqnum == 0:
-		rep.State = "interrupted"
-	case old.DiskSeqnum == old.MemSeqnum:
-		rep.State = "clean"
-	default:
-		rep.State = "unflushed"
+	rep := &ImportReport{Filters: len(old.Filters), MaxID: old.MaxID, MemSeqnum: old.MemSeqnum, DiskSeqnum: old.DiskSeqnum,
+		State: cmp.Or(state, originalState(old))}
+	dir := importDirectory(old, capacity)
+	mf, err := mmapfile.Create(newPath, (&header.Meta{Filters: dir}).End(), o.fileOptions())
+	if err != nil {
+		return nil, nil, err
 	}
+	f, err := createWith(mf, mf, p, dir, &o, func(f *Filter) error {
+		return f.fillFromOriginal(old, dir, rep.State)
+	})
+	if err != nil {
+		mf.Close() // removes the file made aside; newPath is as it was
+		return nil, nil, err
+	}
+	return f, rep, nil
+}
+
+// originalState is what the original's seqnums say of its file: "clean",
+// "unflushed", or "interrupted" (mem_seqnum 0: a process died mid-operation).
+func originalState(old *legacy.ScalingFile) string {
+	switch {
+	case old.MemSeqnum == 0:
+		return "interrupted"
+	case old.DiskSeqnum == old.MemSeqnum:
+		return "clean"
+	}
+	return "unflushed"
+}
+
+// importDirectory lays the original's filters out back to back, keeping
+// their counters, hash and partitioned layout.
+func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDesc {
 	dir := make([]header.FilterDesc, len(old.Filters))
 	off := int64(header.DataOffset)
 	for i, lf := range old.Filters {
@@ -93,61 +115,57 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		}
 		off += length
 	}
-	mf, err := mmapfile.Create(newPath, off, o.fileOptions())
-	if err != nil {
-		return nil, nil, err
+	return dir
+}
+
+// fillFromOriginal copies the original's counters, item counts, id ranges
+// and seqnums into the new file (before it is synced and published), and
+// marks it as the original's state says.
+func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDesc, state string) error {
+	for i, lf := range old.Filters {
+		w, err := f.r.Words(dir[i].Offset, dir[i].Length/8)
+		if err != nil {
+			return err
+		}
+		for c, v := range lf.CounterValues() {
+			w[c>>4] |= uint64(v) << ((c & 15) * 4)
+		}
+		atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), uint64(lf.Count))
+		// The original routes id to the newest filter whose start id ≤ id:
+		// filter i holds [start_i, start_{i+1}-1], the last up to max_id.
+		hi := old.MaxID
+		if i+1 < len(old.Filters) && old.Filters[i+1].StartID > lf.StartID {
+			hi = old.Filters[i+1].StartID - 1
+		}
+		atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), lf.StartID)
+		hi = max(hi, lf.StartID)
+		if i+1 < len(old.Filters) {
+			hi |= header.Sealed
+		}
+		atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), hi)
 	}
-	f, err := createWith(mf, mf, p, dir, &o, func(f *Filter) error {
-		for i, lf := range old.Filters {
-			w, err := f.r.Words(dir[i].Offset, dir[i].Length/8)
-			if err != nil {
-				return err
-			}
-			for c, v := range lf.CounterValues() {
-				w[c>>4] |= uint64(v) << ((c & 15) * 4)
-			}
-			atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), uint64(lf.Count))
-			// The original routes id to the newest filter whose start id ≤ id:
-			// filter i holds [start_i, start_{i+1}-1], the last up to max_id.
-			hi := old.MaxID
-			if i+1 < len(old.Filters) && old.Filters[i+1].StartID > lf.StartID {
-				hi = old.Filters[i+1].StartID - 1
-			}
-			atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), lf.StartID)
-			hi = max(hi, lf.StartID)
-			if i+1 < len(old.Filters) {
-				hi |= header.Sealed
-			}
-			atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), hi)
-		}
-		// Carry mem_seqnum over as operations completed through slot 63's
-		// first record (mem_seqnum is the sum over all records).
-		if old.MemSeqnum > 0 {
-			atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), uint64(header.IdleOp(old.MemSeqnum)))
-		}
-		ep := uint64(1)
-		switch rep.State {
-		case "clean":
-			atomic.StoreUint64(f.words.Disk, old.MemSeqnum)
-		case "unflushed", "interrupted":
-			// Our copy is durable once written, but the original was not
-			// clean: mark every filter dirty. Unflushed records this boot
-			// (Condition Unflushed); interrupted, whose counters may be
-			// half-changed, records no boot at all, so Condition is Dirty
-			// and every filter needs a rebuild.
-			if rep.State == "unflushed" {
-				f.recordBoot()
-			}
-			atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
-			for i := range dir {
-				atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), ep)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		mf.Close() // removes the file made aside; newPath is as it was
-		return nil, nil, err
+	// Carry mem_seqnum over as operations completed through slot 63's
+	// first record (mem_seqnum is the sum over all records).
+	if old.MemSeqnum > 0 {
+		atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), uint64(header.IdleOp(old.MemSeqnum)))
 	}
-	return f, rep, nil
+	const ep = 1
+	switch state {
+	case "clean":
+		atomic.StoreUint64(f.words.Disk, old.MemSeqnum)
+	case "unflushed", "interrupted":
+		// Our copy is durable once written, but the original was not
+		// clean: mark every filter dirty. Unflushed records this boot
+		// (Condition Unflushed); interrupted, whose counters may be
+		// half-changed, records no boot at all, so Condition is Dirty
+		// and every filter needs a rebuild.
+		if state == "unflushed" {
+			f.recordBoot()
+		}
+		atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
+		for i := range dir {
+			atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), ep)
+		}
+	}
+	return nil
 }
