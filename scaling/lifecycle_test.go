@@ -346,3 +346,25 @@ func TestChainEndIsErrFull(t *testing.T) {
 		t.Fatalf("chain ended at %d filters, FilterLimit said %d", n, limit)
 	}
 }
+
+// A live writer that finishes its operation and closes while another
+// handle looks at its slot is not a dead writer: Open and Condition must
+// not call the file interrupted (the stress test saw "1 operation(s) of
+// dead writers were cut short" with no process dead, about once in 30).
+func TestWriterClosingIsNotDead(t *testing.T) {
+	w, path := lcCreate(t, &Options{Seed: 1})
+	lcAddRange(t, w, 0, 10)
+	r := lcOpen(t, path, &OpenOptions{ReadOnly: true})
+	op := w.recordOp(w.slot, 0)
+	idle := atomic.LoadUint64(op)
+	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
+	slotReadHook = func(s int) {
+		slotReadHook = nil
+		atomic.StoreUint64(op, idle) // the Add completes...
+		w.Close()                    // ...and the writer closes
+	}
+	defer func() { slotReadHook = nil }()
+	if c := r.Condition(); c != Unflushed {
+		t.Fatalf("Condition = %v while a live writer finished and closed, want unflushed", c)
+	}
+}

@@ -79,15 +79,43 @@ func (f *Filter) condition() (Condition, string) {
 func (f *Filter) deadInFlight() int {
 	n := 0
 	for s := 0; s < header.NumSlots; s++ {
-		if s == f.slot {
-			continue
-		}
-		if busy := f.slotInFlight(s); busy > 0 && !f.slotLive(s) {
-			n += busy
+		if s != f.slot {
+			n += f.slotDeadInFlight(s)
 		}
 	}
 	return n
 }
+
+// slotDeadInFlight counts the in-flight records of slot s if no live
+// handle owns it. A live writer may finish its operation and close between
+// any two reads here, and a new one may claim the slot: so the records
+// count as dead only when they are read in flight after the slot was seen
+// unowned, it is still unowned afterwards, and its owner word did not
+// change meanwhile (a claim writes a new token; a close writes 0).
+func (f *Filter) slotDeadInFlight(s int) int {
+	owner := f.hotWord(header.SlotOffset(s) + header.SlotOwnerOff)
+	for f.slotInFlight(s) > 0 {
+		if slotReadHook != nil {
+			slotReadHook(s)
+		}
+		before := atomic.LoadUint64(owner)
+		if f.slotLive(s) {
+			return 0
+		}
+		busy := f.slotInFlight(s)
+		if busy == 0 || f.slotLive(s) {
+			return 0
+		}
+		if atomic.LoadUint64(owner) == before {
+			return busy
+		}
+	}
+	return 0
+}
+
+// slotReadHook, if set, runs after slotDeadInFlight first finds records of
+// slot s in flight (tests: a writer finishing and closing right there).
+var slotReadHook func(s int)
 
 // slotLive reports whether a live handle holds slot s. In memory mode only
 // this handle exists.
