@@ -16,9 +16,9 @@
 //     block is fastrange(g, blocks) with g = fmix64(h); the positions are
 //     8-bit chunks of s = fmix64(g ^ c), re-mixed every 8 positions.
 //   - Blocked512: the same in one 64-byte block of 128 counters (7-bit
-//     chunks, re-mixed every 9): about 10 % faster lookups, but blocks of 128
-//     counters fill unevenly, which costs 12 % more counters at 1 % and
-//     far more at small targets (75 against 50 counters per key at 1e-6).
+//     chunks, re-mixed every 9): faster lookups, but blocks of 128 counters
+//     fill unevenly, which costs more counters, far more at small targets
+//     (docs/PERFORMANCE.md has the figures).
 //   - Classic: k counters anywhere in m counters, position j =
 //     fastrange(x_j, m) with x_0 = h1 and x_j = fmix64(h1 + j·h2) after.
 //     m = ⌈-n ln p / ln²2⌉, k = round(m/n · ln 2). Smallest, but k misses.

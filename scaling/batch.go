@@ -8,15 +8,14 @@ import (
 )
 
 // batchGroup is how many keys a batch lookup hashes, prepares and prefetches
-// (and later tests) at a time: 8 keys of Blocked1024 are 16 lines, as many
-// as a core has misses in flight (16 keys, 32 lines at once, measured 20 %
-// slower).
+// (and later tests) at a time: 8 keys of Blocked1024 are 16 lines, about as
+// many as a core has misses in flight (docs/PERFORMANCE.md has the sizes
+// tried).
 const batchGroup = 8
 
 // batchDepth is how many keys a batch lookup keeps in flight (a multiple of
 // batchGroup): a key's block is prefetched batchDepth keys before it is
-// tested, some 500 ns, more than a miss with a page walk takes (8 to 48
-// measured within noise of each other).
+// tested, longer than a miss with a page walk takes (docs/PERFORMANCE.md).
 const batchDepth = 16
 
 // batchKeysAhead is how many keys ahead of the group being hashed a batch

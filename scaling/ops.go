@@ -70,10 +70,9 @@ func containsIn(c *chain, h hashes) bool {
 	}
 	// Prepare every filter's probe and prefetch its block before testing
 	// any, so the cache misses of the chain overlap instead of following one
-	// another (a prefetch, unlike the load that was here, holds nothing up:
-	// 10-filter chain at 10M keys, present 916 -> 687-732 ns, absent 941 ->
-	// 771-907 ns: bench -systems ours-original, docs/PERFORMANCE.md); then
-	// test newest first (recent keys are the likelier hits).
+	// another (a prefetch, unlike a load, holds nothing up: the chain row of
+	// docs/PERFORMANCE.md); then test newest first (recent keys are the
+	// likelier hits).
 	var probes [header.MaxFilters]counting4.Probe
 	for i, m := range c.f {
 		probes[i] = m.cf.Prepare(m.keyHash(h))

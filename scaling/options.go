@@ -35,9 +35,8 @@ type Options struct {
 	Seed uint64
 	// Layout of the counters: counting4.Blocked1024 (default: a key's counters
 	// in one 128-byte block), counting4.Blocked512 (one 64-byte cache line:
-	// about 10 % faster lookups, 10-40 % more bytes at the default
-	// tightening) or counting4.Classic (spread over the filter: smallest,
-	// k cache misses).
+	// faster lookups, more bytes; docs/PERFORMANCE.md has the figures) or
+	// counting4.Classic (spread over the filter: smallest, k cache misses).
 	Layout counting4.Layout
 	// Overwrite lets Create replace an existing file. The new file is made
 	// aside and renamed over the old one once complete; Create refuses
