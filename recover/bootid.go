@@ -1,6 +1,9 @@
 package recover
 
-import "github.com/dablooms/dablooms/scaling"
+import (
+	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
+)
 
 // bootID is a machine boot identity as scaling records it with the dirty
 // mark: the 16 bytes of the UUID's hex digits, or the raw bytes of a short
@@ -15,7 +18,7 @@ var rebuildBoot = bootID{'r', 'e', 'p', 'a', 'i', 'r', ':', 'r', 'e', 'b', 'u', 
 // machine's, parsed exactly as scaling does.
 func currentBoot(override string) bootID {
 	if override == "" {
-		override = scaling.SystemBootID()
+		override = mmapfile.BootID()
 	}
 	return parseBootID(override)
 }

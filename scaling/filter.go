@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -341,16 +340,10 @@ func hexv(c byte) int {
 	return -1
 }
 
-// SystemBootID returns the machine's boot identity. Without one (no
-// /proc/sys/kernel/random/boot_id) it returns a constant, so every unflushed
-// file counts as dirty after a process restart too: safe.
-func SystemBootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "unknown-boot"
-	}
-	return string(b)
-}
+// SystemBootID returns the machine's boot identity (mmapfile.BootID). Without
+// one it returns a constant, so every unflushed file counts as dirty after a
+// process restart too: safe.
+func SystemBootID() string { return mmapfile.BootID() }
 
 // readMeta reads the whole directory: the newest valid metadata copy, with
 // every filter it lists. Only a holder of the growth lock (or an open of a
