@@ -51,7 +51,29 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		return nil, ErrUnrepairable
 	}
 	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int64][]byte{}, size: a.meta.End()}
-	n := len(a.filters)
+	p.fixMetaAndSize(a)
+	if !a.hotOK && src == nil {
+		p.actions = append(p.actions, "the hot page cannot be trusted: the file needs Rebuild")
+		return p, nil
+	}
+	epoch := p.resetHot(a)
+	bump := p.endCutShort(a)
+	mem := p.freeDeadSlots(a, bump)
+	if err := p.fixLines(a, img); err != nil {
+		return nil, err
+	}
+	rebuilt, left, err := p.rebuildFilters(a, src)
+	if err != nil {
+		return nil, err
+	}
+	p.markState(a, epoch, mem, rebuilt, left)
+	p.fillGarbageLines(a, left)
+	return p, nil
+}
+
+// fixMetaAndSize restores a bad metadata copy from the one in use, and says
+// how the file's size changes (p.size is the directory's end).
+func (p *patch) fixMetaAndSize(a *analysis) {
 	if a.restore >= 0 {
 		copy(p.head[a.restore*header.MetaSize:(a.restore+1)*header.MetaSize], a.head[a.which*header.MetaSize:(a.which+1)*header.MetaSize])
 		p.act("restored metadata copy %s from copy %s (generation %d)", copyName[a.restore], copyName[a.which], a.meta.Generation)
@@ -61,21 +83,20 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	} else if a.size < p.size {
 		p.act("extended the truncated file from %d to %d bytes", a.size, p.size)
 	}
-	if !a.hotOK && src == nil {
-		p.actions = append(p.actions, "the hot page cannot be trusted: the file needs Rebuild")
-		return p, nil
-	}
-	epoch := a.epoch
+}
+
+// resetHot starts an untrusted hot page afresh (every filter is then
+// rebuilt, every slot freed), sets the published count and zeroes the
+// reserved bytes of the hot page and the lines of unused directory entries.
+// It returns the epoch the file is at: 0 for a hot page started afresh.
+func (p *patch) resetHot(a *analysis) (epoch uint64) {
+	epoch = a.epoch
 	if !a.hotOK {
-		// Start the hot page afresh: every filter is rebuilt, every slot freed.
 		p.zero(header.HotOffset, header.DataOffset)
 		p.act("reset the hot page, filter lines and writer slots")
 		epoch = 0
 	}
-	// The epoch the repaired file moves to. Only a hostile file is at
-	// MaxEpoch; it stays there (a clean file's marks do not matter, and a
-	// dirty one's all read dirty: conservative) rather than wrap to 0.
-	next := min(epoch+1, seqnum.MaxEpoch)
+	n := len(a.filters)
 	p.put(header.PublishedOffset, uint64(n))
 	p.zero(header.FlushCountOffset+8, header.BootIDOffset)
 	p.zero(header.CleanBootIDOffset+8, header.HotOffset+header.PageSize)
@@ -83,9 +104,14 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		off := header.FilterLineOffset(i)
 		p.zero(off, off+header.LineSize)
 	}
+	return epoch
+}
 
-	// Cut-short operations of dead writers.
-	bump := map[recRef]bool{}
+// endCutShort ends the operations dead writers cut short, as each filter's
+// resolution decided: it takes the resolution's counter words and item
+// count, and returns the records whose operation counts as completed.
+func (p *patch) endCutShort(a *analysis) (bump map[recRef]bool) {
+	bump = map[recRef]bool{}
 	for i := range a.filters {
 		res := a.filters[i].res
 		if res == nil || !a.hotOK {
@@ -110,8 +136,14 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", i, len(res.choice), res.why)
 		}
 	}
-	// Free the slots of dead writers, keeping their completed counts.
-	var mem uint64
+	return bump
+}
+
+// freeDeadSlots frees the slots of dead writers, keeping their completed
+// counts (plus one for each record in bump), and idles their records in
+// flight or with bad fields. It returns mem_seqnum: the completed counts of
+// every slot, live ones included.
+func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 	for s := range a.slots {
 		si := &a.slots[s]
 		base := header.SlotOffset(s)
@@ -120,7 +152,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			continue
 		}
 		if !a.hotOK {
-			continue // zeroed above
+			continue // zeroed by resetHot
 		}
 		freed := si.owner != 0 || si.inFlight > 0
 		if freed {
@@ -129,28 +161,37 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			p.put(base+header.SlotOpenedOff, 0)
 		}
 		for r := range si.recs {
-			ri := &si.recs[r]
-			c := ri.count()
+			c := si.recs[r].count()
 			if bump[recRef{s, r}] {
 				c++
 			}
 			mem += c
-			if !ri.inFlight() && !ri.bad {
-				continue
-			}
-			off := header.RecordOffset(s, r)
-			p.put(off+header.RecOpOff, uint64(header.IdleOp(c)))
-			p.put(off+header.RecHashOff, 0)
-			p.put(off+header.RecChangedOff, 0)
-			p.put(off+header.RecDoubtOff, 0)
-			p.zero(off+header.RecWordOff, off+header.LineSize) // evidence and reserved words
+			p.idleRecord(&si.recs[r], header.RecordOffset(s, r), c)
 		}
 		if freed {
 			p.act("freed slot %d (pid %d, %d operation(s) in flight)", s, si.pid, si.inFlight)
 		}
 	}
+	return mem
+}
 
-	// Filter lines, counter tails and item counts.
+// idleRecord makes a record at off that is in flight or has bad fields idle,
+// with c operations completed through it.
+func (p *patch) idleRecord(ri *recInfo, off int64, c uint64) {
+	if !ri.inFlight() && !ri.bad {
+		return
+	}
+	p.put(off+header.RecOpOff, uint64(header.IdleOp(c)))
+	p.put(off+header.RecHashOff, 0)
+	p.put(off+header.RecChangedOff, 0)
+	p.put(off+header.RecDoubtOff, 0)
+	p.zero(off+header.RecWordOff, off+header.LineSize) // evidence and reserved words
+}
+
+// fixLines repairs the filter lines, counter tails and item counts of the
+// filters that do not need Rebuild.
+func (p *patch) fixLines(a *analysis, img image) error {
+	n := len(a.filters)
 	for i := range a.filters {
 		fi := &a.filters[i]
 		line := header.FilterLineOffset(i)
@@ -162,7 +203,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
-				return nil, err
+				return err
 			}
 			p.act("filter %d: zeroed the bytes after the last counter", i)
 		}
@@ -180,9 +221,12 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			p.act("filter %d: item count %d recounted from the counters: %d", i, int64(fi.items), v)
 		}
 	}
+	return nil
+}
 
-	// Filters that need the application's data.
-	var rebuilt, left []int
+// rebuildFilters rebuilds, from src, the filters that need the
+// application's data; without src it returns them as left.
+func (p *patch) rebuildFilters(a *analysis, src Source) (rebuilt, left []int, err error) {
 	for i := range a.filters {
 		if !a.needRebuild[i] {
 			continue
@@ -192,12 +236,23 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			continue
 		}
 		if err := p.rebuild(a, i, src); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rebuilt = append(rebuilt, i)
 	}
+	return rebuilt, left, nil
+}
 
-	// The state word.
+// markState sets the state word: clean when no filter is left to rebuild;
+// otherwise the filters left are marked dirty, in the epoch the file moves
+// to when Repair runs on the boot whose changes the counters hold, or else
+// in the current one. epoch is the file's epoch (0 for a hot page started
+// afresh) and mem its mem_seqnum.
+func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
+	// The epoch the repaired file moves to. Only a hostile file is at
+	// MaxEpoch; it stays there (a clean file's marks do not matter, and a
+	// dirty one's all read dirty: conservative) rather than wrap to 0.
+	next := min(epoch+1, seqnum.MaxEpoch)
 	switch {
 	case len(left) == 0:
 		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 {
@@ -227,8 +282,12 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		}
 		p.actions = append(p.actions, fmt.Sprintf("filters %v need Rebuild", left))
 	}
-	// A filter line that is garbage gets a plausible one, so that the file
-	// opens (with AllowUnclean) and Rebuild knows the filter's id range.
+}
+
+// fillGarbageLines gives each filter left to rebuild whose line is garbage a
+// plausible one, so that the file opens (with AllowUnclean) and Rebuild
+// knows the filter's id range.
+func (p *patch) fillGarbageLines(a *analysis, left []int) {
 	for _, i := range left {
 		fi := &a.filters[i]
 		if fi.lineOK && fi.itemsOK {
@@ -250,7 +309,6 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 			p.zero(line+header.FilterPendingOff, line+header.LineSize)
 		}
 	}
-	return p, nil
 }
 
 // rangeFor returns the id range Rebuild asks the source for filter i, and
