@@ -40,6 +40,11 @@ const (
 	DirtySinceOffset = HotOffset + LineSize + 16
 	// CleanBootIDOffset holds the boot identity recorded at the last clean flush.
 	CleanBootIDOffset = HotOffset + LineSize + 24
+	// HotReservedOffset and HotTailOffset start the hot page's two reserved
+	// (zero) ranges: [HotReservedOffset, BootIDOffset) and
+	// [HotTailOffset, HotOffset+PageSize).
+	HotReservedOffset = FlushCountOffset + 8
+	HotTailOffset     = CleanBootIDOffset + 8
 
 	// FilterLinesOffset is the start of the per-filter hot lines, one 64-byte
 	// line per directory entry.
