@@ -242,9 +242,11 @@ func FuzzReadScaling(f *testing.F) {
 		capacity uint32
 		e        float64
 	}{{"scaling_1000_0.05.bin", 1000, 0.05}, {"scaling_dupids.bin", 100, 0.1}, {"counting_1000_0.05.bin", 1000, 0.05}} {
-		if b, err := os.ReadFile(filepath.Join(testdataDir, c.name)); err == nil {
-			f.Add(b, c.capacity, c.e)
+		b, err := os.ReadFile(filepath.Join(testdataDir, c.name))
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(b, c.capacity, c.e)
 	}
 	f.Add([]byte{}, uint32(100), 0.1)
 	f.Add(make([]byte, 24), uint32(100), 0.1)

@@ -9,15 +9,15 @@ import (
 	"testing"
 )
 
-// testdataDir is the original's files and vectors, in shared/ beside the repository.
-const testdataDir = "../../shared/testdata/dablooms-0.9.1"
+// testdataDir is the original's files and vectors, in the module's testdata (see its README.md).
+const testdataDir = "../testdata/dablooms-0.9.1"
 
-// testdata returns the path of a file in testdataDir, skipping the test if it is absent.
+// testdata returns the path of a file in testdataDir; a missing file fails the test.
 func testdata(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(testdataDir, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("testdata of dablooms 0.9.1 not available (%v); it lives in shared/ beside the repository", err)
+		t.Fatalf("testdata of dablooms 0.9.1 missing: %v", err)
 	}
 	return p
 }

@@ -15,15 +15,16 @@ import (
 	"github.com/twmb/murmur3"
 )
 
-const origTestdata = "../../shared/testdata/dablooms-0.9.1"
+// origTestdata is the original's files, in the module's testdata (see its README.md).
+const origTestdata = "../testdata/dablooms-0.9.1"
 
-// origFile copies a file of the original's testdata to a temp dir, or skips.
+// origFile copies a file of the original's testdata to a temp dir; a missing file fails the test.
 func origFile(t *testing.T, name string) string {
 	t.Helper()
 	src := filepath.Join(origTestdata, name)
 	in, err := os.Open(src)
 	if err != nil {
-		t.Skipf("testdata of dablooms 0.9.1 not available (%v): needs ../shared beside the checkout", err)
+		t.Fatalf("testdata of dablooms 0.9.1 missing: %v", err)
 	}
 	defer in.Close()
 	dst := filepath.Join(t.TempDir(), name)
