@@ -566,52 +566,6 @@ func TestJSONDocumented(t *testing.T) {
 	}
 }
 
-// TestBackupSettled: backup does not copy a file whose growth is half done
-// (metadata copy A rewritten, copy B and the published count not yet), a
-// state that can stay still for a whole copy while the growth syncs.
-func TestBackupSettled(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "g.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "10", "--error-rate", "0.1", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	fingerprintOf := func() *fingerprint {
-		t.Helper()
-		fh, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer fh.Close()
-		fp, err := readFingerprint(fh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fp
-	}
-	one := fingerprintOf()
-	if r := cli(t, "", "add", path, "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	two := fingerprintOf()
-	if one.published != 1 || two.published != 2 {
-		t.Fatalf("published %d and %d, want 1 and 2", one.published, two.published)
-	}
-	if !one.settled() || !two.settled() {
-		t.Error("a file between growths is not settled")
-	}
-	// Mid-growth: copy A already lists the new filter, copy B does not.
-	mid := *one
-	mid.size = two.size
-	mid.meta = append(append([]byte{}, two.meta[:header.MetaSize]...), one.meta[header.MetaSize:]...)
-	if mid.settled() {
-		t.Error("settled with copy A ahead of copy B")
-	}
-	// Both copies written, the count not yet published.
-	mid.meta = two.meta
-	if mid.settled() {
-		t.Error("settled with the new filter not yet published")
-	}
-}
-
 // TestOneBadCopyExit: a file whose metadata copy A has a bad magic opens
 // from copy B: verify and inspect call it damaged, exit 3, in text and
 // JSON, and never say it is not a dablooms file (issue 11, item 8).

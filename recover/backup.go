@@ -1,0 +1,319 @@
+package recover
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// BackupOptions configure Backup. A nil *BackupOptions means the zero value.
+type BackupOptions struct {
+	// Wait is how long Backup keeps retrying while other processes change
+	// the file; 0 makes one attempt.
+	Wait time.Duration
+	// Overwrite replaces dst if it exists; otherwise an existing dst is
+	// refused with an error wrapping scaling.ErrExists.
+	Overwrite bool
+	// LockTimeout is the longest wait for a lock of src held by another
+	// process (scaling.OpenOptions.LockTimeout).
+	LockTimeout time.Duration
+	// BootID overrides the machine's boot identity (tests).
+	BootID string
+}
+
+// BackupReport describes the copy Backup wrote.
+type BackupReport struct {
+	Bytes    int64  // size of the copy
+	Epoch    uint64 // epoch of the flush whose file the copy equals
+	Attempts int    // copies made: 1, plus one per copy a writer spoiled
+	// MemSeqnum and DiskSeqnum are the copy's, as it opens read-only.
+	MemSeqnum, DiskSeqnum uint64
+}
+
+// ErrNoQuietMoment: other processes changed the file during every copy
+// Backup made, until BackupOptions.Wait ran out.
+var ErrNoQuietMoment = errors.New("no quiet moment")
+
+// syncDir makes the rename of the copy durable (a variable for tests).
+var syncDir = mmapfile.SyncDir
+
+// Backup writes to dst a copy of src that is exactly the file as of a
+// completed flush, while other processes keep src open: it takes no lock
+// that stops readers or writers.
+//
+// It opens src for writing (so an interrupted or dirty file is refused with
+// scaling's error) and then, until a copy succeeds:
+//  1. flushes src;
+//  2. reads the state word, the published filter count, both metadata
+//     copies and the file size: the phase must be clean, and both copies
+//     must list the published number of filters (a growth rewrites them
+//     while the phase is clean);
+//  3. copies every byte of src to a temporary file beside dst;
+//  4. reads those words again. Every change to a filter's counters first
+//     moves the phase away from clean, which returns to clean only through
+//     a flush that advances the epoch, and a new filter changes the count
+//     and the metadata: if nothing changed, the copy equals the flushed
+//     file. The copy must also hold no operation in flight.
+//
+// A spoiled copy is retried, for at most o.Wait, after which Backup fails
+// with ErrNoQuietMoment and leaves no dst. A good copy gets every writer slot
+// marked closed (their owners are processes using src), is synced, renamed
+// to dst, and the directory synced; an error of that last sync is returned
+// (dst is then in place, but its name may not survive a crash). Last, dst
+// is opened read-only: it must be clean.
+func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupReport, error) {
+	var opt BackupOptions
+	if o != nil {
+		opt = *o
+	}
+	if !opt.Overwrite {
+		if _, err := os.Lstat(dst); err == nil {
+			return nil, fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
+		}
+	}
+	f, err := scaling.Open(src, &scaling.OpenOptions{LockTimeout: opt.LockTimeout, BootID: opt.BootID})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	in, err := os.Open(src)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if tmp != nil { // not renamed to dst
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	rep, err := quietCopy(ctx, f, in, tmp, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if err := install(tmp, dst); err != nil {
+		return nil, err
+	}
+	tmp = nil
+	if err := syncDir(filepath.Dir(dst)); err != nil {
+		return nil, fmt.Errorf("recover: the copy %s is in place, but: %w", dst, err)
+	}
+	if err := checkCopy(dst, opt.BootID, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// quietCopy copies in to tmp until a copy equals the file as of a flush of
+// f, for at most wait after the first attempt.
+func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait time.Duration) (*BackupReport, error) {
+	deadline := time.Now().Add(wait)
+	rep := &BackupReport{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if rep.Attempts > 0 {
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("%w in %v: other processes kept changing %s during every copy (%d attempts)", ErrNoQuietMoment, wait, in.Name(), rep.Attempts)
+			}
+			time.Sleep(time.Duration(min(rep.Attempts, 20)) * 5 * time.Millisecond)
+		}
+		rep.Attempts++
+		ok, err := copyOnce(f, in, tmp, rep)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return rep, nil
+		}
+	}
+}
+
+// copyOnce flushes f and copies in to tmp; it reports whether the copy
+// equals the flushed file, and then sets rep's Bytes and Epoch.
+func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, error) {
+	if err := f.Flush(); err != nil {
+		return false, fmt.Errorf("flush: %w", err)
+	}
+	before, err := readFingerprint(in)
+	if err != nil {
+		return false, err
+	}
+	if _, ph := seqnum.Unpack(before.state); ph != seqnum.Clean {
+		return false, nil // a writer changed it since our flush
+	}
+	if !before.settled() {
+		return false, nil // a growth is writing the metadata
+	}
+	if err := tmp.Truncate(0); err != nil {
+		return false, err
+	}
+	n, err := io.Copy(&offsetWriter{f: tmp}, io.NewSectionReader(in, 0, before.size))
+	if err != nil {
+		return false, fmt.Errorf("copying %s: %w", in.Name(), err)
+	}
+	if n != before.size {
+		return false, nil // shrank? never in this format, but do not trust it
+	}
+	if err := step("backup copied"); err != nil {
+		return false, err
+	}
+	after, err := readFingerprint(in)
+	if err != nil || !after.equal(before) {
+		return false, err
+	}
+	busy, err := inFlight(tmp)
+	if err != nil || busy {
+		return false, err // busy: caught a writer between claiming a record and marking dirty
+	}
+	rep.Bytes = n
+	rep.Epoch, _ = seqnum.Unpack(before.state)
+	return true, nil
+}
+
+// install marks every writer slot of the copy tmp closed, syncs it, closes
+// it and renames it to dst.
+func install(tmp *os.File, dst string) error {
+	// The owners of the writer slots are running processes of the original
+	// (this one included); in the copy nobody owns them.
+	var zero [8]byte
+	for s := 0; s < header.NumSlots; s++ {
+		if _, err := tmp.WriteAt(zero[:], header.SlotOffset(s)+header.SlotOwnerOff); err != nil {
+			return err
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// checkCopy opens dst as a reader would and records its seqnums in rep: it
+// must be clean.
+func checkCopy(dst, bootID string, rep *BackupReport) error {
+	c, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
+	if err != nil {
+		return fmt.Errorf("the copy %s does not open: %w", dst, err)
+	}
+	defer c.Close()
+	if cond := c.Condition(); cond != scaling.Clean {
+		return errors.New("the copy " + dst + " is " + cond.String() + ", not clean")
+	}
+	rep.MemSeqnum, rep.DiskSeqnum = c.MemSeqnum(), c.DiskSeqnum()
+	return nil
+}
+
+// fingerprint is what must not change while the bytes are copied.
+type fingerprint struct {
+	size      int64
+	state     uint64 // the state word: phase and epoch
+	published uint64 // the number of published filters
+	meta      [2][]byte
+}
+
+// metaOffsets are the offsets of the two metadata copies.
+var metaOffsets = [2]int64{header.MetaAOffset, header.MetaBOffset}
+
+func (p *fingerprint) equal(q *fingerprint) bool {
+	return p.size == q.size && p.state == q.state && p.published == q.published &&
+		bytes.Equal(p.meta[0], q.meta[0]) && bytes.Equal(p.meta[1], q.meta[1])
+}
+
+// settled reports whether no growth is half done. A growth writes metadata
+// copy A, then copy B, syncing each, while the phase is still clean, and
+// publishes the new filter count last: a copy made in between (the state
+// word, the size and both copies can stay still for a whole copy while a
+// sync runs) would hold two copies that disagree, which is not the flushed
+// file. So both copies must decode and list the published number of filters.
+func (p *fingerprint) settled() bool {
+	for c, off := range metaOffsets {
+		m, err := header.Decode(p.meta[c], off, p.size)
+		if err != nil || uint64(len(m.Filters)) != p.published {
+			return false
+		}
+	}
+	return true
+}
+
+func readFingerprint(f *os.File) (*fingerprint, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	fp := &fingerprint{size: st.Size()}
+	for c, off := range metaOffsets {
+		fp.meta[c] = make([]byte, header.MetaSize)
+		if _, err := f.ReadAt(fp.meta[c], off); err != nil {
+			return nil, err
+		}
+	}
+	if fp.state, err = readWord(f, header.StateOffset); err != nil {
+		return nil, err
+	}
+	if fp.published, err = readWord(f, header.PublishedOffset); err != nil {
+		return nil, err
+	}
+	return fp, nil
+}
+
+// readWord reads the little-endian word at off.
+func readWord(r io.ReaderAt, off int64) (uint64, error) {
+	var w [8]byte
+	if _, err := r.ReadAt(w[:], off); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(w[:]), nil
+}
+
+// inFlight reports whether a writer slot of the file r records an operation
+// in flight.
+func inFlight(r io.ReaderAt) (bool, error) {
+	slots := make([]byte, header.NumSlots*header.SlotSize)
+	if _, err := r.ReadAt(slots, header.SlotsOffset); err != nil {
+		return false, err
+	}
+	for s := 0; s < header.NumSlots; s++ {
+		for rec := 0; rec < header.RecordsPerSlot; rec++ {
+			off := header.RecordOffset(s, rec) + header.RecOpOff - header.SlotsOffset
+			if header.OpWord(binary.LittleEndian.Uint64(slots[off:])).InFlight() {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// offsetWriter writes sequentially with WriteAt so a truncated temporary
+// file is refilled from offset 0 on every attempt.
+type offsetWriter struct {
+	f   *os.File
+	off int64
+}
+
+func (w *offsetWriter) Write(p []byte) (int, error) {
+	n, err := w.f.WriteAt(p, w.off)
+	w.off += int64(n)
+	return n, err
+}
