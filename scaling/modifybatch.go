@@ -1,0 +1,128 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// BatchError is the error of AddBatch: the key at Index failed with Err,
+// the keys before it were added, the keys after it were not tried.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("key %d of the batch: %v", e.Index, e.Err) }
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// modifyAhead is how many keys ahead of the one being applied a batch
+// modification hashes its key and prefetches its block, so that the block's
+// cache miss overlaps the compare-and-swaps of the keys before it.
+const modifyAhead = batchDepth
+
+// AddBatch adds keys[i] with ids[i] for every i, in order, faster than
+// calling Add in a loop: it hashes each key and prefetches its block
+// modifyAhead keys before it applies it, so the cache misses of many keys
+// overlap. Each key is added exactly as Add does (crash records, the
+// dirty-first rule, routing, growth in the middle of the batch, several
+// processes). It stops at the first key that fails and returns a
+// *BatchError naming it; the keys before it are added. It does not
+// allocate.
+func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
+	return f.modifyBatch(keys, ids, header.OpAdd, nil)
+}
+
+// RemoveBatch removes keys[i], added with ids[i], for every i, faster than
+// calling Remove in a loop (see AddBatch). Each key is removed exactly as
+// Remove does; if results is not nil (it must then be as long as keys),
+// results[i] is Remove's error for key i (nil, ErrNotPresent, ErrAmbiguous,
+// …). It returns how many keys were removed, and an error only for the
+// batch as a whole (a closed or read-only Filter, mismatched lengths, or
+// an error that stops every key, such as a failed sync of the dirty mark:
+// a *BatchError naming the key, results past it left as they were).
+func (f *Filter) RemoveBatch(keys [][]byte, ids []uint64, results []error) (int, error) {
+	if results != nil && len(results) < len(keys) {
+		return 0, fmt.Errorf("%w: %d results for %d keys", ErrInvalidOption, len(results), len(keys))
+	}
+	var removed int
+	err := f.modifyBatch(keys, ids, header.OpRemove, func(i int, err error) bool {
+		if results != nil {
+			results[i] = err
+		}
+		if err == nil {
+			removed++
+		}
+		return err == nil || errors.Is(err, ErrNotPresent) || errors.Is(err, ErrAmbiguous)
+	})
+	return removed, err
+}
+
+// modifyBatch applies op to every key; each key's result goes to done
+// (nil: the first error stops the batch), which says whether to go on.
+func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i int, err error) bool) error {
+	if len(ids) != len(keys) {
+		return fmt.Errorf("%w: %d ids for %d keys", ErrInvalidOption, len(ids), len(keys))
+	}
+	if f.ro {
+		if f.closed.Load() {
+			return ErrClosed
+		}
+		return ErrReadOnly
+	}
+	c := f.chain.Load()
+	if c == nil {
+		return ErrClosed
+	}
+	g, err := f.enter(0) // one registration for the batch: Close waits for it
+	if err != nil {
+		return err
+	}
+	defer g.n.Add(-1)
+	var ring [modifyAhead]hashes
+	n := len(keys)
+	for j := range min(n, modifyAhead) {
+		ring[j] = f.hash(c, keys[j])
+		prefetchFor(c, ring[j], ids[j], op)
+	}
+	for i := range n {
+		h := ring[i%modifyAhead]
+		if j := i + modifyAhead; j < n {
+			ring[j%modifyAhead] = f.hash(c, keys[j])
+			prefetchFor(c, ring[j%modifyAhead], ids[j], op)
+		}
+		if c, err = f.current(); err == nil {
+			if op == header.OpAdd {
+				err = f.add(c, h, ids[i])
+			} else {
+				err = f.remove(c, h, ids[i])
+			}
+		}
+		switch {
+		case done == nil && err != nil:
+			return &BatchError{Index: i, Err: err}
+		case done != nil && !done(i, err):
+			return &BatchError{Index: i, Err: err}
+		}
+	}
+	return nil
+}
+
+// prefetchFor starts the cache miss of the block a modification of the key
+// will change: the newest filter's for an Add (where it almost always
+// goes), those of the filters whose id range holds id for a Remove.
+func prefetchFor(c *chain, h hashes, id uint64, op uint64) {
+	if op == header.OpAdd {
+		m := c.f[len(c.f)-1]
+		m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
+		return
+	}
+	for _, m := range c.f {
+		if id >= atomic.LoadUint64(m.minID) && id <= atomic.LoadUint64(m.maxID)&header.MaxID {
+			m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
+		}
+	}
+}
