@@ -10,6 +10,7 @@ import (
 
 	"github.com/dablooms/dablooms/recover"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type repairJSON struct {
@@ -26,12 +27,40 @@ type repairJSON struct {
 	Report      reportJSON `json:"report"`
 }
 
+// repairOptions are the flags of repair.
+type repairOptions struct {
+	output, backup, rebuildFrom string
+	dryRun                      bool
+	wait                        time.Duration
+}
+
+func (o *repairOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.output, "output", "o", "", "write the repaired file here and leave FILE untouched")
+	fs.StringVar(&o.backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak)")
+	fs.StringVar(&o.rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
+	fs.BoolVarP(&o.dryRun, "dry-run", "n", false, "report what would be done; change nothing")
+	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for other processes to close the file (in place: readers too)")
+}
+
+// validate checks the flags against each other and that path and
+// --rebuild-from exist.
+func (o *repairOptions) validate(path string) error {
+	if o.output != "" && o.backup != "" {
+		return usageErrorf("--backup is for repairs in place; with --output the original is left untouched")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	if o.rebuildFrom != "" {
+		if _, err := os.Stat(o.rebuildFrom); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func newRepairCmd(a *app) *cobra.Command {
-	var (
-		output, backup, rebuildFrom string
-		dryRun                      bool
-		wait                        time.Duration
-	)
+	var o repairOptions
 	cmd := &cobra.Command{
 		Use:   "repair FILE [--output NEW] [--rebuild-from PATH] [--dry-run]",
 		Short: "Roll back cut operations and rebuild damaged filters",
@@ -68,96 +97,95 @@ be made clean.`,
   dabloomsctl repair spam.dbl --output spam.fixed.dbl --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := args[0]
-			if output != "" && backup != "" {
-				return usageErrorf("--backup is for repairs in place; with --output the original is left untouched")
-			}
-			if _, err := os.Stat(path); err != nil {
-				return err
-			}
-			if rebuildFrom != "" {
-				if _, err := os.Stat(rebuildFrom); err != nil {
-					return err
-				}
-			}
-			if output == "" && backup == "" && !dryRun {
-				backup = freeBackupName(path)
-			}
-			o := &recover.RepairOptions{Output: output, Backup: backup, Wait: wait, DryRun: dryRun, BootID: a.bootID}
-			res := repairJSON{
-				Schema: "dabloomsctl.repair/v1", Path: path, Output: output,
-				RebuildFrom: rebuildFrom, DryRun: dryRun,
-			}
-			var r *recover.Report
-			var err error
-			if rebuildFrom != "" {
-				r, err = recover.Rebuild(path, a.lineSource(cmd.Context(), rebuildFrom, &res.Keys), o)
-			} else {
-				r, err = recover.Repair(path, o)
-			}
-			if err != nil && r == nil {
-				return err
-			}
-			res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
-			res.Backup = r.Backup // "" unless the original was really kept there
-			if err != nil {
-				// Nothing was written: the report is that of the file as it
-				// is, and repair could not work at all (exit 1, documented).
-				res.Output, res.Backup = "", ""
-				res.Error = err.Error()
-				res.Keys = 0
-				res.ExitCode = exitFail
-			}
-			if a.json {
-				if err := a.writeJSON(res); err != nil {
-					return err
-				}
-				return silentExit(res.ExitCode)
-			}
-			for _, act := range r.Actions {
-				fmt.Fprintf(a.stdout, "action: %s\n", act)
-			}
-			writeFindings(a.stdout, r)
-			target := path
-			if output != "" {
-				target = output
-			}
-			label := "repaired " + target
-			switch {
-			case err != nil:
-				label = "could not repair " + path + ", which is"
-			case dryRun:
-				label = "dry run, " + target + " would be"
-			}
-			writeSummary(a.stdout, label, r)
-			if rebuildFrom != "" && err == nil {
-				verb := "re-added"
-				if dryRun {
-					verb = "would be re-added"
-				}
-				fmt.Fprintf(a.stdout, "rebuild from %s: %d key(s) %s\n", rebuildFrom, res.Keys, verb)
-			}
-			switch {
-			case res.Backup != "":
-				fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
-			case err == nil && output == "" && !dryRun:
-				fmt.Fprintln(a.stdout, "no backup was written: the original was not replaced")
-			}
-			if err != nil {
-				a.warnf("repair: %v", err)
-			} else if res.ExitCode == exitUnclean {
-				a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
-			}
-			return silentExit(res.ExitCode)
+			return a.runRepair(cmd.Context(), args[0], &o)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVarP(&output, "output", "o", "", "write the repaired file here and leave FILE untouched")
-	fs.StringVar(&backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak)")
-	fs.StringVar(&rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
-	fs.BoolVarP(&dryRun, "dry-run", "n", false, "report what would be done; change nothing")
-	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for other processes to close the file (in place: readers too)")
+	o.bindFlags(cmd.Flags())
 	return cmd
+}
+
+// runRepair repairs path (rebuilds it with --rebuild-from) and reports the
+// result; the exit code says whether the file ends clean.
+func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) error {
+	if err := o.validate(path); err != nil {
+		return err
+	}
+	backup := o.backup
+	if o.output == "" && backup == "" && !o.dryRun {
+		backup = freeBackupName(path)
+	}
+	ro := &recover.RepairOptions{Output: o.output, Backup: backup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
+	res := repairJSON{
+		Schema: "dabloomsctl.repair/v1", Path: path, Output: o.output,
+		RebuildFrom: o.rebuildFrom, DryRun: o.dryRun,
+	}
+	var r *recover.Report
+	var err error
+	if o.rebuildFrom != "" {
+		r, err = recover.Rebuild(path, a.lineSource(ctx, o.rebuildFrom, &res.Keys), ro)
+	} else {
+		r, err = recover.Repair(path, ro)
+	}
+	if err != nil && r == nil {
+		return err
+	}
+	res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
+	res.Backup = r.Backup // "" unless the original was really kept there
+	if err != nil {
+		// Nothing was written: the report is that of the file as it
+		// is, and repair could not work at all (exit 1, documented).
+		res.Output, res.Backup = "", ""
+		res.Error = err.Error()
+		res.Keys = 0
+		res.ExitCode = exitFail
+	}
+	if a.json {
+		if err := a.writeJSON(res); err != nil {
+			return err
+		}
+	} else {
+		a.writeRepair(o, r, &res, err)
+	}
+	return silentExit(res.ExitCode)
+}
+
+// writeRepair writes the text report of a repair; err is the error that
+// stopped it (nothing was written).
+func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, err error) {
+	for _, act := range r.Actions {
+		fmt.Fprintf(a.stdout, "action: %s\n", act)
+	}
+	writeFindings(a.stdout, r)
+	target := res.Path
+	if o.output != "" {
+		target = o.output
+	}
+	label := "repaired " + target
+	switch {
+	case err != nil:
+		label = "could not repair " + res.Path + ", which is"
+	case o.dryRun:
+		label = "dry run, " + target + " would be"
+	}
+	writeSummary(a.stdout, label, r)
+	if o.rebuildFrom != "" && err == nil {
+		verb := "re-added"
+		if o.dryRun {
+			verb = "would be re-added"
+		}
+		fmt.Fprintf(a.stdout, "rebuild from %s: %d key(s) %s\n", o.rebuildFrom, res.Keys, verb)
+	}
+	switch {
+	case res.Backup != "":
+		fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
+	case err == nil && o.output == "" && !o.dryRun:
+		fmt.Fprintln(a.stdout, "no backup was written: the original was not replaced")
+	}
+	if err != nil {
+		a.warnf("repair: %v", err)
+	} else if res.ExitCode == exitUnclean {
+		a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
+	}
 }
 
 // freeBackupName returns path.bak, or path.bak.N for the first free N.
