@@ -55,6 +55,9 @@ func step(name string) error {
 	return nil
 }
 
+// run is Repair (src nil) and Rebuild: it takes the file exclusively,
+// analyzes it, plans the patch and, unless there is nothing to repair in
+// place, has replace write the result.
 func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	var opt RepairOptions
 	if o != nil {
@@ -65,15 +68,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 		path = real
 	}
 	inPlace := opt.Output == "" || sameFile(opt.Output, path)
-	writable := true
-	f, size, err := openRegular(path, os.O_RDWR)
-	if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		if inPlace {
-			return nil, err
-		}
-		writable = false
-		f, size, err = openRegular(path, os.O_RDONLY)
-	}
+	f, size, writable, err := openOriginal(path, inPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -93,63 +88,60 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if err != nil {
 		return a.report(path), err
 	}
-	target := path
-	if !inPlace {
-		target = opt.Output
-	}
 	if inPlace && !p.changed && a.size == p.size {
 		rep := a.report(path)
 		rep.Actions = append(p.actions, "nothing to repair: the file was left as it is, and no backup was written")
 		return rep, nil
 	}
+	target := path
+	if !inPlace {
+		target = opt.Output
+	}
+	return replace(&original{f: f, path: path, size: size, inPlace: inPlace}, p, target, boot, &opt)
+}
 
-	dir := filepath.Dir(target)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".repair-*")
+// openOriginal opens the file to repair read-write, or read-only when the
+// result goes elsewhere (Output) and the file cannot be written. writable
+// says which.
+func openOriginal(path string, inPlace bool) (f *os.File, size int64, writable bool, err error) {
+	writable = true
+	f, size, err = openRegular(path, os.O_RDWR)
+	if errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		if inPlace {
+			return nil, 0, false, err
+		}
+		writable = false
+		f, size, err = openRegular(path, os.O_RDONLY)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("recover: %w", err)
+		return nil, 0, false, err
 	}
-	tmpName := tmp.Name()
-	keep := false // the temporary file was renamed, or a test crashed the run
-	defer func() {
-		tmp.Close()
-		if !keep {
-			os.Remove(tmpName)
-		}
-	}()
-	fail := func(e error) (*Report, error) {
-		return nil, fmt.Errorf("recover: writing %s: %w", tmpName, e)
-	}
-	if st, e := f.Stat(); e == nil {
-		tmp.Chmod(st.Mode().Perm())
-	}
-	if n, e := io.Copy(tmp, io.NewSectionReader(f, 0, p.size)); e != nil || n != min(p.size, size) {
-		if e == nil {
-			e = io.ErrShortWrite
-		}
-		return fail(e)
-	}
-	if p.size > size { // a truncated file: the filters cut short are rebuilt
-		if e := tmp.Truncate(p.size); e != nil {
-			return fail(e)
-		}
-	}
-	if err = step("copied"); err != nil {
-		keep = true
+	return f, size, writable, nil
+}
+
+// original is the file Repair or Rebuild reads, held open.
+type original struct {
+	f       *os.File
+	path    string // symbolic links resolved
+	size    int64
+	inPlace bool // the result replaces it (no Output)
+}
+
+// replace writes the patched copy of the original to a temporary file beside
+// target and checks it; unless opt.DryRun, it then keeps the original as the
+// backup (for a repair in place) and renames the copy over target. It returns the report of the copy.
+func replace(orig *original, p *patch, target string, boot bootID, opt *RepairOptions) (*Report, error) {
+	r, err := newReplacement(target)
+	if err != nil {
 		return nil, err
 	}
-	if e := p.writeTo(tmp); e != nil {
-		return fail(e)
-	}
-	if err = step("patched"); err != nil {
-		keep = true
+	defer r.cleanup()
+	if err := r.write(orig, p); err != nil {
 		return nil, err
 	}
-	if e := tmp.Sync(); e != nil {
-		return fail(e)
-	}
-	ta, e := analyze(&fileImage{f: tmp, size: p.size}, boot, nil)
+	ta, e := analyze(&fileImage{f: r.tmp, size: p.size}, boot, nil)
 	if e != nil {
-		return fail(e)
+		return nil, r.fail(e)
 	}
 	rep := ta.report(target)
 	rep.Actions = p.actions
@@ -159,35 +151,113 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if opt.DryRun {
 		return rep, nil
 	}
-	if inPlace {
+	if orig.inPlace {
 		backup := opt.Backup
 		if backup == "" {
-			backup = path + ".bak"
+			backup = orig.path + ".bak"
 		}
-		if e := keepBackup(f, path, backup, size); e != nil {
+		if e := keepBackup(orig.f, orig.path, backup, orig.size); e != nil {
 			return nil, fmt.Errorf("recover: keeping the original as %s: %w", backup, e)
 		}
 		rep.Actions = append(rep.Actions, "kept the original as "+backup)
 		rep.Backup = backup
-		if err = step("backup"); err != nil {
-			keep = true
+		if err := r.step("backup"); err != nil {
 			return nil, err
 		}
 	}
-	if e := tmp.Close(); e != nil {
-		return fail(e)
-	}
-	if e := os.Rename(tmpName, target); e != nil {
-		return nil, fmt.Errorf("recover: %w", e)
-	}
-	keep = true
-	if err = step("renamed"); err != nil {
+	if err := r.install(target); err != nil {
 		return nil, err
 	}
-	if e := mmapfile.SyncDir(dir); e != nil {
-		return nil, fmt.Errorf("recover: the repaired file is in place, but: %w", e)
-	}
 	return rep, nil
+}
+
+// replacement is the temporary file a repaired file is written to, in the
+// directory of its target.
+type replacement struct {
+	tmp  *os.File
+	name string
+	keep bool // the temporary file was renamed, or a test crashed the run
+}
+
+func newReplacement(target string) (*replacement, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".repair-*")
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	return &replacement{tmp: tmp, name: tmp.Name()}, nil
+}
+
+// cleanup closes the temporary file and removes it unless it is kept.
+func (r *replacement) cleanup() {
+	r.tmp.Close()
+	if !r.keep {
+		os.Remove(r.name)
+	}
+}
+
+func (r *replacement) fail(e error) error {
+	return fmt.Errorf("recover: writing %s: %w", r.name, e)
+}
+
+// step is the package's step; an error keeps the temporary file, as a crash
+// would.
+func (r *replacement) step(name string) error {
+	err := step(name)
+	if err != nil {
+		r.keep = true
+	}
+	return err
+}
+
+// write copies the original's first p.size bytes (zero-extended for a
+// truncated file: the filters cut short are rebuilt) with its permissions,
+// patches them and syncs the copy.
+func (r *replacement) write(orig *original, p *patch) error {
+	if st, e := orig.f.Stat(); e == nil {
+		r.tmp.Chmod(st.Mode().Perm())
+	}
+	if n, e := io.Copy(r.tmp, io.NewSectionReader(orig.f, 0, p.size)); e != nil || n != min(p.size, orig.size) {
+		if e == nil {
+			e = io.ErrShortWrite
+		}
+		return r.fail(e)
+	}
+	if p.size > orig.size {
+		if e := r.tmp.Truncate(p.size); e != nil {
+			return r.fail(e)
+		}
+	}
+	if err := r.step("copied"); err != nil {
+		return err
+	}
+	if e := p.writeTo(r.tmp); e != nil {
+		return r.fail(e)
+	}
+	if err := r.step("patched"); err != nil {
+		return err
+	}
+	if e := r.tmp.Sync(); e != nil {
+		return r.fail(e)
+	}
+	return nil
+}
+
+// install renames the temporary file over target and syncs the directory.
+func (r *replacement) install(target string) error {
+	if e := r.tmp.Close(); e != nil {
+		return r.fail(e)
+	}
+	if e := os.Rename(r.name, target); e != nil {
+		return fmt.Errorf("recover: %w", e)
+	}
+	r.keep = true
+	if err := step("renamed"); err != nil {
+		return err
+	}
+	if e := mmapfile.SyncDir(filepath.Dir(target)); e != nil {
+		return fmt.Errorf("recover: the repaired file is in place, but: %w", e)
+	}
+	return nil
 }
 
 func sameFile(a, b string) bool {
