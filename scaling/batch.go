@@ -57,16 +57,16 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		return
 	}
 	defer runtime.KeepAlive(c)
-	if len(c.f) > batchFilters {
-		for i, k := range keys {
-			out[i] = containsIn(c, f.hash(c, k))
-		}
-		return
-	}
+	clear(out)
 	if len(c.f) == 1 {
 		f.containsBatch1(c, keys, out)
-	} else {
-		f.containsBatchN(c, keys, out)
+		return
+	}
+	// A longer chain is looked up batchFilters filters at a time, newest
+	// first, each pass adding what it finds to out.
+	for end := len(c.f); end > 0; end -= batchFilters {
+		sub := &chain{f: c.f[max(end-batchFilters, 0):end], hasMurmur: c.hasMurmur}
+		f.containsBatchN(sub, keys, out)
 	}
 }
 
@@ -82,8 +82,9 @@ func (f *Filter) containsBatchN(c *chain, keys [][]byte, out []bool) {
 	f.containsPipelined(c, keys, out, ring[:len(c.f)])
 }
 
-// containsPipelined is ContainsBatch for a chain of at most batchFilters
-// filters, with ring[j] the probes of filter j: a software pipeline over
+// containsPipelined sets out[i] for the keys found in a chain of at most
+// batchFilters filters (it never clears one), with ring[j] the probes of
+// filter j: a software pipeline over
 // groups of batchGroup keys. For each group
 // it hashes the keys, prepares their probes and prefetches their blocks
 // (PrepareProbes: a prefetch, unlike a load, does not hold up the work after
@@ -92,7 +93,6 @@ func (f *Filter) containsBatchN(c *chain, keys [][]byte, out []bool) {
 func (f *Filter) containsPipelined(c *chain, keys [][]byte, out []bool, ring [][batchRing]counting4.Probe) {
 	var hs [batchGroup]hashes
 	var kh [batchGroup]uint64
-	clear(out)
 	n := len(keys)
 	if n == 0 {
 		return
@@ -125,7 +125,7 @@ func (f *Filter) containsPipelined(c *chain, keys [][]byte, out []bool, ring [][
 }
 
 // testGroup tests the probes of the group of keys from start on (len(out)
-// keys) in every filter, newest first, into a cleared out.
+// keys) in every filter, newest first, setting out[i] for a key found.
 func (f *Filter) testGroup(c *chain, ring [][batchRing]counting4.Probe, start int, out []bool) {
 	slot := start / batchGroup % (batchRing / batchGroup) * batchGroup
 	for j := len(c.f) - 1; j >= 0; j-- {

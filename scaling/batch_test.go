@@ -17,6 +17,7 @@ func TestContainsBatchMatchesContains(t *testing.T) {
 		{"one filter", Options{Capacity: 20_000, Seed: 1}, 10_000},
 		{"four filters", Options{Capacity: 1_000, Seed: 2}, 10_000},
 		{"eleven filters", Options{Capacity: 1_000, GrowthFactor: 1, Seed: 3}, 10_500},
+		{"twenty-one filters (three passes)", Options{Capacity: 500, GrowthFactor: 1, Seed: 4}, 10_400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := NewMemory(&tc.o)
