@@ -2,15 +2,26 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
+// containsOptions are the flags of contains.
+type containsOptions struct {
+	from string
+}
+
+func (o *containsOptions) bindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
+}
+
 func newContainsCmd(a *app) *cobra.Command {
-	var from string
+	var o containsOptions
 	cmd := &cobra.Command{
 		Use:   "contains FILE [KEY...] [--from PATH|-]",
 		Short: "Ask whether keys may be present",
@@ -28,65 +39,90 @@ answers may then be wrong until it is repaired.`,
   dabloomsctl contains spam.dbl --from urls.txt --json`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && from == "" {
-				return usageErrorf("contains needs keys or --from")
-			}
-			if err := checkInput(from); err != nil {
-				return err
-			}
-			f, err := a.openRO(args[0])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			cond := f.Condition()
-			if cond == scaling.Interrupted || cond == scaling.Dirty {
-				a.warnf("warning: %s is %s: answers may be wrong until 'dabloomsctl repair'", args[0], cond)
-			}
-			w := bufio.NewWriter(a.stdout)
-			defer w.Flush()
-			var present, absent uint64
-			if a.json {
-				p, _ := json.Marshal(args[0])
-				fmt.Fprintf(w, "{\n  \"schema\": \"dabloomsctl.contains/v1\",\n  \"path\": %s,\n  \"condition\": %q,\n  \"results\": [", p, cond.String())
-			}
-			first := true
-			err = a.forEachItem(cmd.Context(), "contains", args[1:], from, func(it item) error {
-				ok := f.Contains(it.key)
-				if ok {
-					present++
-				} else {
-					absent++
-				}
-				if a.json {
-					k, _ := json.Marshal(string(it.key))
-					sep := ","
-					if first {
-						sep, first = "", false
-					}
-					fmt.Fprintf(w, "%s\n    {\"key\": %s, \"present\": %t}", sep, k, ok)
-					return nil
-				}
-				w.Write(it.key)
-				if ok {
-					w.WriteString("\ttrue\n")
-				} else {
-					w.WriteString("\tfalse\n")
-				}
-				return nil
-			})
-			if a.json {
-				if !first {
-					w.WriteString("\n  ")
-				}
-				fmt.Fprintf(w, "],\n  \"present\": %d,\n  \"absent\": %d\n}\n", present, absent)
-			}
-			if err != nil {
-				return err
-			}
-			return w.Flush()
+			return a.runContains(cmd.Context(), args[0], args[1:], &o)
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
+	o.bindFlags(cmd.Flags())
 	return cmd
+}
+
+// runContains answers for the keys and the lines of --from whether they
+// may be in path.
+func (a *app) runContains(ctx context.Context, path string, keys []string, o *containsOptions) error {
+	if len(keys) == 0 && o.from == "" {
+		return usageErrorf("contains needs keys or --from")
+	}
+	if err := checkInput(o.from); err != nil {
+		return err
+	}
+	f, err := a.openRO(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cond := f.Condition()
+	if cond == scaling.Interrupted || cond == scaling.Dirty {
+		a.warnf("warning: %s is %s: answers may be wrong until 'dabloomsctl repair'", path, cond)
+	}
+	out := &containsOut{w: bufio.NewWriter(a.stdout), json: a.json, first: true}
+	defer out.w.Flush()
+	out.begin(path, cond)
+	err = a.forEachItem(ctx, "contains", keys, o.from, func(it item) error {
+		out.answer(it.key, f.Contains(it.key))
+		return nil
+	})
+	out.end()
+	if err != nil {
+		return err
+	}
+	return out.w.Flush()
+}
+
+// containsOut writes the answers of contains: a line per key, or one JSON
+// document written as the answers come.
+type containsOut struct {
+	w               *bufio.Writer
+	json            bool
+	first           bool // no answer written yet
+	present, absent uint64
+}
+
+func (c *containsOut) begin(path string, cond scaling.Condition) {
+	if c.json {
+		p, _ := json.Marshal(path)
+		fmt.Fprintf(c.w, "{\n  \"schema\": \"dabloomsctl.contains/v1\",\n  \"path\": %s,\n  \"condition\": %q,\n  \"results\": [", p, cond.String())
+	}
+}
+
+func (c *containsOut) answer(key []byte, ok bool) {
+	if ok {
+		c.present++
+	} else {
+		c.absent++
+	}
+	if c.json {
+		k, _ := json.Marshal(string(key))
+		sep := ","
+		if c.first {
+			sep, c.first = "", false
+		}
+		fmt.Fprintf(c.w, "%s\n    {\"key\": %s, \"present\": %t}", sep, k, ok)
+		return
+	}
+	c.w.Write(key)
+	if ok {
+		c.w.WriteString("\ttrue\n")
+	} else {
+		c.w.WriteString("\tfalse\n")
+	}
+}
+
+// end closes the JSON document, with the counts of the answers.
+func (c *containsOut) end() {
+	if c.json {
+		if !c.first {
+			c.w.WriteString("\n  ")
+		}
+		fmt.Fprintf(c.w, "],\n  \"present\": %d,\n  \"absent\": %d\n}\n", c.present, c.absent)
+	}
 }
