@@ -28,6 +28,6 @@ input are then in the filter, visible to every process.`,
 			return a.runBulk(cmd.Context(), "add", args[0], args[1:], &o)
 		},
 	}
-	o.register(cmd, "add")
+	o.bindFlags(cmd.Flags(), "add")
 	return cmd
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/dablooms/dablooms/scaling"
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // bulkOpts are the flags add and remove share.
@@ -19,8 +19,7 @@ type bulkOpts struct {
 	checkpoint uint64
 }
 
-func (o *bulkOpts) register(cmd *cobra.Command, verb string) {
-	fs := cmd.Flags()
+func (o *bulkOpts) bindFlags(fs *pflag.FlagSet, verb string) {
 	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
 	fs.Uint64Var(&o.id, "id", 0, "id of the command-line keys and of --from lines without an id")
 	fs.BoolVar(&o.noFlush, "no-flush", false, "do not flush at the end (the changes are visible to every process but not durable against an OS crash)")

@@ -23,6 +23,6 @@ Progress, Ctrl-C, flushing and --checkpoint work as for add.`,
 			return a.runBulk(cmd.Context(), "remove", args[0], args[1:], &o)
 		},
 	}
-	o.register(cmd, "remove")
+	o.bindFlags(cmd.Flags(), "remove")
 	return cmd
 }
