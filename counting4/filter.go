@@ -309,7 +309,7 @@ func (f *Filter) Prepare(h uint64) Probe {
 func (f *Filter) ContainsProbe(p Probe) bool {
 	switch f.layout {
 	case Blocked512:
-		return containsBlock((*[BlockCounters / 16]uint64)(f.words[p.base>>4:]), p.s, f.k)
+		return containsBlock((*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.s, f.k)
 	case Blocked1024:
 		return containsBlock((*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.s, f.k)
 	}
@@ -322,11 +322,11 @@ func (f *Filter) ContainsProbe(p Probe) bool {
 // block size gets its own code with constant w and per and without bounds
 // checks: the loop with a variable per (j%per a division per position) and
 // bounds checks made lookups of present keys about 1.6 times as slow.
-func containsBlock[B [BlockCounters / 16]uint64 | [BlockCounters1024 / 16]uint64](blk *B, s uint64, k int) bool {
+func containsBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](blk *B, s uint64, k int) bool {
 	w, per := uint(8), 8
 	// unsafe.Sizeof does not evaluate *blk (len(*blk) would read the whole
 	// block, non-atomically, in the generic code).
-	if unsafe.Sizeof(*blk) == BlockCounters/2 {
+	if unsafe.Sizeof(*blk) == BlockCounters512/2 {
 		w, per = 7, 9
 	}
 	for j := 0; ; s = fmix64(s ^ golden) {

@@ -13,8 +13,8 @@ import (
 // MaxK is the largest k a filter may use.
 const MaxK = header.MaxK
 
-// BlockCounters is the number of counters in one Blocked512 block (64 bytes).
-const BlockCounters = 128
+// BlockCounters512 is the number of counters in one Blocked512 block (64 bytes).
+const BlockCounters512 = 128
 
 // BlockCounters1024 is the number of counters in one Blocked1024 block (128 bytes).
 const BlockCounters1024 = 256
@@ -138,7 +138,7 @@ func (l Layout) chunks() (w uint, per int) {
 func (l Layout) blockSize() uint64 {
 	switch l {
 	case Blocked512:
-		return BlockCounters
+		return BlockCounters512
 	case Blocked1024:
 		return BlockCounters1024
 	}
@@ -189,9 +189,9 @@ func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
 	return counters, k, nil
 }
 
-// BlockedFPR is the expected false-positive rate of a Blocked512 filter with
+// blockedFPR512 is the expected false-positive rate of a Blocked512 filter with
 // the given number of blocks holding n keys with k counters each.
-func BlockedFPR(n, blocks float64, k int) float64 { return blockedFPR(n, blocks, k, BlockCounters) }
+func blockedFPR512(n, blocks float64, k int) float64 { return blockedFPR(n, blocks, k, BlockCounters512) }
 
 func blockedFPR(n, blocks float64, k int, bs float64) float64 {
 	if !(n > 0) {
@@ -273,7 +273,7 @@ type blockHitCache struct {
 	dist [MaxK + 1][]float64
 }
 
-var blockHits = map[int]*blockHitCache{BlockCounters: {}, BlockCounters1024: {}}
+var blockHits = map[int]*blockHitCache{BlockCounters512: {}, BlockCounters1024: {}}
 
 // blockHit is the probability that a query's k positions (uniform, with
 // replacement) all hit non-zero counters of a block of bs counters holding i

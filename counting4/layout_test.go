@@ -71,7 +71,7 @@ func goldenCases() []goldenCase {
 	}
 	var cs []goldenCase
 	for _, h := range hashes {
-		for _, c := range []uint64{BlockCounters, BlockCounters * 1000, 1 << 40} {
+		for _, c := range []uint64{BlockCounters512, BlockCounters512 * 1000, 1 << 40} {
 			// k ≤ 9 only: see TestBlockedPositionsBeyondNineDependOnKey.
 			for _, k := range []int{1, 6, 9} {
 				cs = append(cs, goldenCase{Blocked512, h, c, k})
@@ -208,16 +208,16 @@ func TestPartitionedMatchesDablooms091(t *testing.T) {
 func TestBlockedPositionsShareOneBlock(t *testing.T) {
 	s := splitmix64(7)
 	pos := make([]uint64, MaxK)
-	for _, counters := range []uint64{BlockCounters, BlockCounters * 3, BlockCounters * 100003, 1 << 40} {
-		blocks := counters / BlockCounters
+	for _, counters := range []uint64{BlockCounters512, BlockCounters512 * 3, BlockCounters512 * 100003, 1 << 40} {
+		blocks := counters / BlockCounters512
 		used := map[uint64]bool{}
 		for i := 0; i < 2000; i++ {
 			h := s.next()
 			k := 1 + i%MaxK
 			Blocked512.Positions(h, counters, k, pos)
-			b := pos[0] / BlockCounters
+			b := pos[0] / BlockCounters512
 			for j, p := range pos[:k] {
-				if p/BlockCounters != b || p >= counters {
+				if p/BlockCounters512 != b || p >= counters {
 					t.Fatalf("counters %d h %#x k %d: position %d = %d outside block %d", counters, h, k, j, p, b)
 				}
 			}
@@ -257,11 +257,11 @@ func TestPositions64Bit(t *testing.T) {
 	// the one that mixes to 0 to the first.
 	hMax, hZero := fmix64Inverse(math.MaxUint64), fmix64Inverse(0)
 	Blocked512.Positions(hMax, counters, 4, pos)
-	if b := pos[0] / BlockCounters; b != counters/BlockCounters-1 {
-		t.Errorf("blocked: max hash in block %d, want last block %d", b, uint64(counters/BlockCounters-1))
+	if b := pos[0] / BlockCounters512; b != counters/BlockCounters512-1 {
+		t.Errorf("blocked: max hash in block %d, want last block %d", b, uint64(counters/BlockCounters512-1))
 	}
 	Blocked512.Positions(hZero, counters, 4, pos)
-	if b := pos[0] / BlockCounters; b != 0 {
+	if b := pos[0] / BlockCounters512; b != 0 {
 		t.Errorf("blocked: zero hash in block %d, want 0", b)
 	}
 	Classic.Positions(hMax, counters, 1, pos)
@@ -303,7 +303,7 @@ func TestBlockedPositionsBeyondNineDependOnKey(t *testing.T) {
 	for _, j := range []int{9, 10, 17, 30, 63} {
 		seen := map[uint64]bool{}
 		for i := 0; i < 1000; i++ {
-			Blocked512.Positions(s.next(), BlockCounters, MaxK, pos)
+			Blocked512.Positions(s.next(), BlockCounters512, MaxK, pos)
 			seen[pos[j]] = true
 		}
 		// 1000 uniform draws from 128 values hit about 127 of them.
@@ -323,14 +323,14 @@ func TestBlockedDuplicatePositionsRate(t *testing.T) {
 	const keys, k = 20000, 7
 	dups := 0
 	for i := 0; i < keys; i++ {
-		Blocked512.Positions(s.next(), BlockCounters*64, k, pos)
+		Blocked512.Positions(s.next(), BlockCounters512*64, k, pos)
 		if !distinct(pos[:k]) {
 			dups++
 		}
 	}
 	p := 1.0
 	for j := 0; j < k; j++ {
-		p *= float64(BlockCounters-j) / BlockCounters
+		p *= float64(BlockCounters512-j) / BlockCounters512
 	}
 	want := (1 - p) * keys
 	if d := math.Abs(float64(dups) - want); d > 5*math.Sqrt(want) {
@@ -413,12 +413,12 @@ func TestBlockedFPRMonotone(t *testing.T) {
 		for k := 1; k <= 16; k++ {
 			prev := 1.0
 			for blocks := math.Max(1, n/256); blocks <= n*4; blocks *= 1.25 {
-				f := BlockedFPR(n, math.Floor(blocks), k)
+				f := blockedFPR512(n, math.Floor(blocks), k)
 				if !(f >= 0 && f <= 1) {
-					t.Fatalf("BlockedFPR(%v, %v, %d) = %v", n, math.Floor(blocks), k, f)
+					t.Fatalf("blockedFPR512(%v, %v, %d) = %v", n, math.Floor(blocks), k, f)
 				}
 				if f > prev*(1+1e-12) {
-					t.Fatalf("BlockedFPR(%v, ·, %d) rises from %v to %v at %v blocks", n, k, prev, f, math.Floor(blocks))
+					t.Fatalf("blockedFPR512(%v, ·, %d) rises from %v to %v at %v blocks", n, k, prev, f, math.Floor(blocks))
 				}
 				prev = f
 			}
@@ -426,14 +426,14 @@ func TestBlockedFPRMonotone(t *testing.T) {
 	}
 }
 
-// TestBlockedFPREdgeCases: BlockedFPR is exported; an empty filter has no
+// TestBlockedFPREdgeCases: blockedFPR512 is the Blocked512 sizing; an empty filter has no
 // false positives and a filter of no blocks answers yes to everything.
 func TestBlockedFPREdgeCases(t *testing.T) {
-	if f := BlockedFPR(0, 10, 3); f != 0 {
-		t.Errorf("BlockedFPR(0, 10, 3) = %v, want 0", f)
+	if f := blockedFPR512(0, 10, 3); f != 0 {
+		t.Errorf("blockedFPR512(0, 10, 3) = %v, want 0", f)
 	}
-	if f := BlockedFPR(10, 0, 3); f != 1 {
-		t.Errorf("BlockedFPR(10, 0, 3) = %v, want 1", f)
+	if f := blockedFPR512(10, 0, 3); f != 1 {
+		t.Errorf("blockedFPR512(10, 0, 3) = %v, want 1", f)
 	}
 }
 
@@ -531,16 +531,16 @@ func TestBitsPerKey(t *testing.T) {
 func exactBlockedFPR(n, blocks float64, k int) float64 {
 	lambda := n / blocks
 	hi := int(lambda+12*math.Sqrt(lambda)) + 20
-	dist := make([]float64, BlockCounters+1) // dist[s] = P(S = s)
+	dist := make([]float64, BlockCounters512+1) // dist[s] = P(S = s)
 	dist[0] = 1
 	sum := 0.0
 	for i := 0; i <= hi; i++ {
 		if i > 0 {
 			for b := 0; b < k; b++ { // one more position
-				for s := BlockCounters; s >= 0; s-- {
-					v := dist[s] * float64(s) / BlockCounters
+				for s := BlockCounters512; s >= 0; s-- {
+					v := dist[s] * float64(s) / BlockCounters512
 					if s > 0 {
-						v += dist[s-1] * float64(BlockCounters-s+1) / BlockCounters
+						v += dist[s-1] * float64(BlockCounters512-s+1) / BlockCounters512
 					}
 					dist[s] = v
 				}
@@ -550,7 +550,7 @@ func exactBlockedFPR(n, blocks float64, k int) float64 {
 		pi := math.Exp(float64(i)*math.Log(lambda) - lambda - lg)
 		fp := 0.0
 		for s, ps := range dist {
-			fp += ps * math.Pow(float64(s)/BlockCounters, float64(k))
+			fp += ps * math.Pow(float64(s)/BlockCounters512, float64(k))
 		}
 		sum += pi * fp
 	}
@@ -569,17 +569,17 @@ func TestExactBlockedFPRMatchesSimulation(t *testing.T) {
 	}
 	fp, total := 0, 0
 	for rep := 0; rep < 4; rep++ { // several filters: their FPRs vary
-		set := make([]bool, blocks*BlockCounters)
+		set := make([]bool, blocks*BlockCounters512)
 		for i := 0; i < n; i++ {
 			b := r.IntN(blocks)
 			for j := 0; j < k; j++ {
-				set[b*BlockCounters+r.IntN(BlockCounters)] = true
+				set[b*BlockCounters512+r.IntN(BlockCounters512)] = true
 			}
 		}
 		for i := 0; i < trials/4; i++ {
 			b, all := r.IntN(blocks), true
 			for j := 0; j < k && all; j++ {
-				all = set[b*BlockCounters+r.IntN(BlockCounters)]
+				all = set[b*BlockCounters512+r.IntN(BlockCounters512)]
 			}
 			if all {
 				fp++
@@ -607,8 +607,8 @@ func TestBlockedFPRMatchesExactModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := float64(c / BlockCounters)
-		model, exact := BlockedFPR(n, b, k), exactBlockedFPR(n, b, k)
+		b := float64(c / BlockCounters512)
+		model, exact := blockedFPR512(n, b, k), exactBlockedFPR(n, b, k)
 		if math.Abs(model-exact) > 0.005*exact {
 			t.Errorf("p=%v k=%d blocks=%v: BlockedFPR %.6g, exact %.6g (%.1f%% low)", p, k, b, model, exact, 100*(exact-model)/exact)
 		}

@@ -11,7 +11,7 @@ package counting4
 // changes the result of ContainsProbe.
 func (f *Filter) PrefetchProbe(p Probe) {
 	switch f.layout.blockSize() {
-	case BlockCounters:
+	case BlockCounters512:
 		prefetch1(&f.words[p.base>>4])
 	case BlockCounters1024:
 		prefetch2(&f.words[p.base>>4])

@@ -44,9 +44,9 @@ func Writable(state, mark uint64) bool {
 	return Phase(state&3) == Dirty && mark == state>>2
 }
 
-// TakeoverAfter is how long a writer waits for another's dirty mark to become
+// takeoverAfter is how long a writer waits for another's dirty mark to become
 // durable before making it durable itself (the other may have died).
-var TakeoverAfter = 200 * time.Millisecond
+var takeoverAfter = 200 * time.Millisecond
 
 // Words are the shared words of the protocol.
 type Words struct {
@@ -65,7 +65,7 @@ func (w Words) MarkDirty(mark *uint64, onMark func(), sync func() error) error {
 			waitStart = time.Now()
 		}
 		runtime.Gosched()
-		return time.Since(waitStart) > TakeoverAfter
+		return time.Since(waitStart) > takeoverAfter
 	}
 	for {
 		st := atomic.LoadUint64(w.State)

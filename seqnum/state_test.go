@@ -265,14 +265,14 @@ func TestAbortFlush(t *testing.T) {
 var errSync = errors.New("injected sync failure")
 
 func withTakeover(t *testing.T, d time.Duration) {
-	old := TakeoverAfter
-	TakeoverAfter = d
-	t.Cleanup(func() { TakeoverAfter = old })
+	old := takeoverAfter
+	takeoverAfter = d
+	t.Cleanup(func() { takeoverAfter = old })
 }
 
 // TestSyncErrorThenTakeover: a writer whose mark sync fails leaves the
 // phase at Marking (nobody may rely on the mark); another writer waits
-// TakeoverAfter, makes the mark durable itself, and goes on.
+// takeoverAfter, makes the mark durable itself, and goes on.
 func TestSyncErrorThenTakeover(t *testing.T) {
 	withTakeover(t, 40*time.Millisecond)
 	fx := newFixture(3, Clean)
@@ -296,9 +296,9 @@ func TestSyncErrorThenTakeover(t *testing.T) {
 	if err := fx.mark(1); err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el < TakeoverAfter {
-		t.Fatalf("took over after %v, before TakeoverAfter %v", el, TakeoverAfter)
-	} else if el > TakeoverAfter+2*time.Second {
+	if el := time.Since(start); el < takeoverAfter {
+		t.Fatalf("took over after %v, before takeoverAfter %v", el, takeoverAfter)
+	} else if el > takeoverAfter+2*time.Second {
 		t.Fatalf("took over only after %v", el)
 	}
 	if fx.syncs != syncs+1 {
@@ -345,7 +345,7 @@ func TestFilterMarkSyncError(t *testing.T) {
 }
 
 // TestPendingFilterMarkTakeover: a writer died while syncing a filter mark;
-// the next writer of that filter waits TakeoverAfter and completes it.
+// the next writer of that filter waits takeoverAfter and completes it.
 func TestPendingFilterMarkTakeover(t *testing.T) {
 	withTakeover(t, 20*time.Millisecond)
 	fx := newFixture(8, Dirty)
@@ -354,13 +354,13 @@ func TestPendingFilterMarkTakeover(t *testing.T) {
 	if err := fx.mark(1); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) < TakeoverAfter || fx.syncs != 1 || fx.marks[1] != 8 {
+	if time.Since(start) < takeoverAfter || fx.syncs != 1 || fx.marks[1] != 8 {
 		t.Fatalf("after %v: %d syncs, mark %#x", time.Since(start), fx.syncs, fx.marks[1])
 	}
 }
 
 // TestMarkingWaitsForMarker: a second writer does not take over while the
-// first one's sync completes within TakeoverAfter.
+// first one's sync completes within takeoverAfter.
 func TestMarkingWaitsForMarker(t *testing.T) {
 	withTakeover(t, time.Hour)
 	fx := newFixture(4, Clean)
