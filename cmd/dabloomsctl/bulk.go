@@ -55,97 +55,128 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if err != nil {
 		return err
 	}
-	defer f.Close() // idempotent: the Close below is the one whose error counts
-	res := bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}
-	var missing, ambiguous []string // the first ten of each, for the warnings
-	apply := func(it item) error {
-		id := o.id
-		if it.hasID {
-			id = it.id
-		}
-		var err error
-		if op == "add" {
-			err = f.Add(it.key, id)
-		} else {
-			err = f.Remove(it.key, id)
-		}
-		switch {
-		case err == nil:
-			res.Changed++
-		case op == "remove" && errors.Is(err, scaling.ErrNotPresent):
-			res.NotPresent++
-			missing = appendFirst(missing, it.key, id)
-		case op == "remove" && errors.Is(err, scaling.ErrAmbiguous):
-			res.Ambiguous++
-			ambiguous = appendFirst(ambiguous, it.key, id)
-		default:
-			if it.line > 0 {
-				return fmt.Errorf("line %d: %s %q: %w", it.line, op, it.key, err)
-			}
-			return fmt.Errorf("%s %q: %w", op, it.key, err)
-		}
-		res.Processed++
-		if o.checkpoint > 0 && res.Processed%o.checkpoint == 0 {
-			fmt.Fprintf(a.stderr, "checkpoint %d\n", res.Processed)
-		}
-		if o.flushEvery > 0 && res.Changed > 0 && res.Changed%o.flushEvery == 0 && err == nil {
-			if err := f.Flush(); err != nil {
-				return fmt.Errorf("flush after %d %ss: %w", res.Changed, op, err)
-			}
-		}
-		return nil
-	}
-	runErr := a.forEachItem(ctx, op, keys, o.from, apply)
-	res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
-	// Whatever happened, every operation that returned is complete: make
-	// them durable (unless told not to) and release the writer slot.
-	if !o.noFlush {
-		if ferr := f.Flush(); ferr != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", ferr))
-		} else {
-			res.Flushed = true
-		}
-	}
-	st := f.Stats()
-	res.MemSeqnum, res.DiskSeqnum, res.Items, res.Filters = st.MemSeqnum, st.DiskSeqnum, st.Count, len(st.Filters)
-	if cerr := f.Close(); cerr != nil {
-		runErr = errors.Join(runErr, cerr)
-	}
+	defer f.Close() // idempotent: the Close in finish is the one whose error counts
+	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}}
+	runErr := a.forEachItem(ctx, op, keys, o.from, b.apply)
+	b.res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
+	runErr = b.finish(runErr)
 	if a.json {
-		if err := a.writeJSON(res); err != nil {
+		if err := a.writeJSON(b.res); err != nil {
 			return err
 		}
 	} else {
-		past := map[string]string{"add": "added", "remove": "removed"}[op]
-		flushed := "flushed"
-		if !res.Flushed {
-			flushed = "not flushed"
-		}
-		skipped := ""
-		if op == "remove" {
-			skipped = fmt.Sprintf(" (%d not present, %d ambiguous)", res.NotPresent, res.Ambiguous)
-		}
-		a.logf("%s %d key(s) of %d processed%s; %s; mem_seqnum %d, %d item(s) in %d filter(s)",
-			past, res.Changed, res.Processed, skipped, flushed, res.MemSeqnum, res.Items, res.Filters)
+		b.logSummary()
 	}
-	if res.Interrupted {
-		return &exitError{code: exitFail, err: fmt.Errorf("interrupted after %d key(s); every completed %s is kept and the file is consistent", res.Processed, op)}
+	if b.res.Interrupted {
+		return &exitError{code: exitFail, err: fmt.Errorf("interrupted after %d key(s); every completed %s is kept and the file is consistent", b.res.Processed, op)}
 	}
 	if runErr != nil {
 		return runErr
 	}
-	for _, m := range missing {
-		a.warnf("not present: %s", m)
+	return b.skipped()
+}
+
+// bulk is one run of add or remove: the file, the flags and the tally.
+type bulk struct {
+	a                  *app
+	f                  *scaling.Filter
+	op                 string
+	o                  *bulkOpts
+	res                bulkJSON
+	missing, ambiguous []string // the first ten of each, for the warnings
+}
+
+// apply adds or removes one key, counts it, and writes the checkpoint and
+// flushes that --checkpoint and --flush-every ask for.
+func (b *bulk) apply(it item) error {
+	id := b.o.id
+	if it.hasID {
+		id = it.id
 	}
-	for _, m := range ambiguous {
-		a.warnf("ambiguous: %s", m)
+	var err error
+	if b.op == "add" {
+		err = b.f.Add(it.key, id)
+	} else {
+		err = b.f.Remove(it.key, id)
+	}
+	switch {
+	case err == nil:
+		b.res.Changed++
+	case b.op == "remove" && errors.Is(err, scaling.ErrNotPresent):
+		b.res.NotPresent++
+		b.missing = appendFirst(b.missing, it.key, id)
+	case b.op == "remove" && errors.Is(err, scaling.ErrAmbiguous):
+		b.res.Ambiguous++
+		b.ambiguous = appendFirst(b.ambiguous, it.key, id)
+	default:
+		if it.line > 0 {
+			return fmt.Errorf("line %d: %s %q: %w", it.line, b.op, it.key, err)
+		}
+		return fmt.Errorf("%s %q: %w", b.op, it.key, err)
+	}
+	b.res.Processed++
+	if b.o.checkpoint > 0 && b.res.Processed%b.o.checkpoint == 0 {
+		fmt.Fprintf(b.a.stderr, "checkpoint %d\n", b.res.Processed)
+	}
+	if b.o.flushEvery > 0 && b.res.Changed > 0 && b.res.Changed%b.o.flushEvery == 0 && err == nil {
+		if err := b.f.Flush(); err != nil {
+			return fmt.Errorf("flush after %d %ss: %w", b.res.Changed, b.op, err)
+		}
+	}
+	return nil
+}
+
+// finish flushes (unless --no-flush), records the file's numbers and
+// closes it, joining its errors to runErr, the error of the run.
+func (b *bulk) finish(runErr error) error {
+	// Whatever happened, every operation that returned is complete: make
+	// them durable (unless told not to) and release the writer slot.
+	if !b.o.noFlush {
+		if ferr := b.f.Flush(); ferr != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", ferr))
+		} else {
+			b.res.Flushed = true
+		}
+	}
+	st := b.f.Stats()
+	b.res.MemSeqnum, b.res.DiskSeqnum, b.res.Items, b.res.Filters = st.MemSeqnum, st.DiskSeqnum, st.Count, len(st.Filters)
+	if cerr := b.f.Close(); cerr != nil {
+		runErr = errors.Join(runErr, cerr)
+	}
+	return runErr
+}
+
+// logSummary writes the one-line summary to stderr (unless --quiet).
+func (b *bulk) logSummary() {
+	res := &b.res
+	past := map[string]string{"add": "added", "remove": "removed"}[b.op]
+	flushed := "flushed"
+	if !res.Flushed {
+		flushed = "not flushed"
+	}
+	skipped := ""
+	if b.op == "remove" {
+		skipped = fmt.Sprintf(" (%d not present, %d ambiguous)", res.NotPresent, res.Ambiguous)
+	}
+	b.a.logf("%s %d key(s) of %d processed%s; %s; mem_seqnum %d, %d item(s) in %d filter(s)",
+		past, res.Changed, res.Processed, skipped, flushed, res.MemSeqnum, res.Items, res.Filters)
+}
+
+// skipped warns of the keys remove left alone, and returns an error if
+// there were any.
+func (b *bulk) skipped() error {
+	for _, m := range b.missing {
+		b.a.warnf("not present: %s", m)
+	}
+	for _, m := range b.ambiguous {
+		b.a.warnf("ambiguous: %s", m)
 	}
 	var why []string
-	if res.NotPresent > 0 {
-		why = append(why, fmt.Sprintf("%d key(s) were not present in a filter for their id", res.NotPresent))
+	if b.res.NotPresent > 0 {
+		why = append(why, fmt.Sprintf("%d key(s) were not present in a filter for their id", b.res.NotPresent))
 	}
-	if res.Ambiguous > 0 {
-		why = append(why, fmt.Sprintf("%d key(s) were present in several filters for their id (ambiguous: not removed)", res.Ambiguous))
+	if b.res.Ambiguous > 0 {
+		why = append(why, fmt.Sprintf("%d key(s) were present in several filters for their id (ambiguous: not removed)", b.res.Ambiguous))
 	}
 	if len(why) > 0 {
 		return fmt.Errorf("%s; nothing changed for them", strings.Join(why, ", and "))
