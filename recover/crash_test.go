@@ -88,8 +88,8 @@ func modelTemplates(t testing.TB) []modelTemplate {
 	return templates
 }
 
-// snapshot is the content of the filters at a completed Flush.
-type snapshot struct {
+// flushSnapshot is the content of the filters at a completed Flush.
+type flushSnapshot struct {
 	filters []snapFilter
 }
 
@@ -98,12 +98,12 @@ type snapFilter struct {
 	items, minID, maxID uint64
 }
 
-func takeSnapshot(b []byte) (*snapshot, error) {
+func takeSnapshot(b []byte) (*flushSnapshot, error) {
 	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{}
+	s := &flushSnapshot{}
 	for i, d := range m.Filters {
 		line := header.FilterLineOffset(i)
 		s.filters = append(s.filters, snapFilter{
@@ -118,7 +118,7 @@ func takeSnapshot(b []byte) (*snapshot, error) {
 
 // sameAs reports how img differs from the snapshot ("" if it does not):
 // filters appended since must be empty.
-func (s *snapshot) sameAs(img []byte) string {
+func (s *flushSnapshot) sameAs(img []byte) string {
 	got, err := takeSnapshot(img)
 	if err != nil {
 		return err.Error()
@@ -298,7 +298,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	nops := 1 + rng.Intn(40)
 	r.crashAt = 1 + rng.Intn(3*nops+5)
 	next := tpl.prefill + 1
-	var inFlush *snapshot // content synced by a Flush the crash cut short
+	var inFlush *flushSnapshot // content synced by a Flush the crash cut short
 	for i := 0; i < nops && !r.crashed; i++ {
 		r.event()
 		if r.crashed {
@@ -335,7 +335,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 			}
 			delete(truth, id)
 		case x < 0.95:
-			var synced *snapshot
+			var synced *flushSnapshot
 			r.onFullSync = func() { synced, _ = takeSnapshot(r.memB[:r.size]) }
 			err := f.Flush()
 			r.onFullSync = nil
