@@ -1,0 +1,195 @@
+package scaling
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Test 4: readers never see a false negative.
+
+const (
+	mpRdStreams = 4  // 2 writer processes × 2 goroutines
+	mpRdDone    = 32 // word set by the parent when every writer finished
+	mpRdOpened  = 40 // word set by the reader once it has opened the file
+)
+
+func mpRdKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
+
+func mpChildReaderWriter() error {
+	mk, err := mpMapShm(mpEnv("MARK"), mpCtlWords, false)
+	if err != nil {
+		return err
+	}
+	f, err := Open(mpEnv("PATH"), nil)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, n := mpEnvInt("PROC"), mpEnvInt("KEYS")
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := p*2 + g
+			for i := 0; i < n; i++ {
+				id := uint64(i*mpRdStreams+w) * 2
+				if err := f.Add(mpRdKey(w, i), id); err != nil {
+					errc <- err
+					return
+				}
+				mk.store(8*w, uint64(i+1)) // keys 0..i are in: published after Add returned
+				if i%4 == 0 {
+					// Churn: a scratch key added and removed, so counters
+					// also go down while the reader looks.
+					k := []byte(fmt.Sprintf("scratch-%d-%08d", w, i))
+					if err := f.Add(k, id+1); err != nil {
+						errc <- err
+						return
+					}
+					// ErrAmbiguous (the key is also a false positive of
+					// another filter whose id range holds id) is allowed:
+					// the scratch key then simply stays.
+					if err := f.Remove(k, id+1); err != nil && !errors.Is(err, ErrAmbiguous) {
+						errc <- fmt.Errorf("remove scratch: %w", err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc
+}
+
+type mpReaderReport struct {
+	Checks, FalseNeg, Rounds int
+	Concurrent               int // lookups made before the writers had finished
+	First                    []string
+	Filters                  int
+	FiltersSeen              []int // chain lengths seen, in order
+}
+
+func mpChildReader() error {
+	mk, err := mpMapShm(mpEnv("MARK"), mpCtlWords, false)
+	if err != nil {
+		return err
+	}
+	f, err := Open(mpEnv("PATH"), &OpenOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	mk.store(mpRdOpened, 1)
+	var rep mpReaderReport
+	rng := rand.New(rand.NewPCG(1, 2))
+	checked := make([]int, mpRdStreams)
+	check := func(w, i int) {
+		rep.Checks++
+		if !f.Contains(mpRdKey(w, i)) {
+			rep.FalseNeg++
+			if len(rep.First) < 10 {
+				rep.First = append(rep.First, fmt.Sprintf("writer %d key %d (chain of %d)", w, i, len(f.chain.Load().f)))
+			}
+		}
+	}
+	last := 0
+	for {
+		done := mk.load(mpRdDone) != 0
+		for w := 0; w < mpRdStreams; w++ {
+			hi := int(mk.load(8 * w)) // read the marker BEFORE looking up
+			for i := checked[w]; i < hi; i++ {
+				check(w, i)
+			}
+			checked[w] = hi
+			for j := 0; j < 16 && hi > 0; j++ {
+				check(w, rng.IntN(hi))
+			}
+		}
+		if n := len(f.chain.Load().f); n != last {
+			rep.FiltersSeen = append(rep.FiltersSeen, n)
+			last = n
+		}
+		rep.Rounds++
+		if done {
+			break
+		}
+		rep.Concurrent = rep.Checks
+	}
+	// Final pass over everything.
+	for w := 0; w < mpRdStreams; w++ {
+		for i := 0; i < int(mk.load(8*w)); i++ {
+			check(w, i)
+		}
+	}
+	rep.Filters = len(f.chain.Load().f)
+	b, err := json.Marshal(&rep)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(mpEnv("REPORT"), b, 0o644)
+}
+
+// TestMPReaders: a read-only process calling Contains while two writer
+// processes add (and churn scratch keys) and the chain grows never misses a
+// key whose Add returned before the lookup began.
+func TestMPReaders(t *testing.T) {
+	keys := 25_000
+	if testing.Short() {
+		keys = 6_000
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "readers.dbl")
+	f, err := Create(path, &Options{Capacity: 5_000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mk, err := mpMapShm(filepath.Join(dir, "marks"), mpCtlWords, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mk.close()
+	report := filepath.Join(dir, "reader.json")
+	start := time.Now()
+	reader := mpStart(t, "reader", "reader", kv("PATH", path), kv("MARK", mk.f.Name()), kv("REPORT", report))
+	// The writers start once the reader has opened the file: an Open racing
+	// a writer's first dirty mark is TestMPOpenDuringFirstMark's matter.
+	mpAwait(t, reader, func() bool { return mk.load(mpRdOpened) != 0 })
+	var writers []*mpProc
+	for p := 0; p < 2; p++ {
+		writers = append(writers, mpStart(t, fmt.Sprintf("writer-%d", p), "rwriter",
+			kv("PATH", path), kv("MARK", mk.f.Name()), kv("PROC", p), kv("KEYS", keys)))
+	}
+	mpWaitAll(t, nil, writers, 5*time.Minute)
+	mk.store(mpRdDone, 1)
+	mpWaitAll(t, nil, []*mpProc{reader}, 5*time.Minute)
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep mpReaderReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reader: %d lookups (%d while the writers ran) in %d rounds, %d false negatives; chain lengths seen %v (final %d); %v",
+		rep.Checks, rep.Concurrent, rep.Rounds, rep.FalseNeg, rep.FiltersSeen, rep.Filters, time.Since(start).Round(time.Millisecond))
+	if rep.FalseNeg != 0 {
+		t.Errorf("%d false negatives, first: %v", rep.FalseNeg, rep.First)
+	}
+	if rep.Concurrent < mpRdStreams*keys/2 {
+		t.Errorf("only %d lookups while the writers ran", rep.Concurrent)
+	}
+	if len(rep.FiltersSeen) < 2 {
+		t.Errorf("the reader never saw the chain grow (%v)", rep.FiltersSeen)
+	}
+}
