@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Words of the benchmark control file.
@@ -45,23 +46,23 @@ func mpBenchKey(i uint64, buf *[8]byte) []byte {
 // mpChildBench runs the benchmark loop (Add or Contains) until told to stop.
 // An Add child stops adding after QUOTA keys (the file is sized for it).
 func mpChildBench() error {
-	ctl, err := mpMapShm(mpEnv("CTL"), mpCtlWords, false)
+	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	f, err := Open(mpEnv("PATH"), nil)
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	op, quota, keyBase := mpEnv("OP"), mpEnvU64("QUOTA"), mpEnvU64("KEYBASE")
+	op, quota, keyBase := children.Env("OP"), children.EnvU64("QUOTA"), children.EnvU64("KEYBASE")
 	var kb [8]byte
 	if op == "add" {
 		f.Add(mpBenchKey(keyBase+quota, &kb), 0) // the dirty mark, before the timed part
 	}
-	ctl.store(mpBenchReady, 1)
+	ctl.Store(mpBenchReady, 1)
 	var n uint64
-	for ctl.load(mpBenchStop) == 0 {
+	for ctl.Load(mpBenchStop) == 0 {
 		switch op {
 		case "add":
 			if n >= quota {
@@ -82,7 +83,7 @@ func mpChildBench() error {
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
-		ctl.store(mpBenchCount, n)
+		ctl.Store(mpBenchCount, n)
 	}
 	return nil
 }
@@ -111,20 +112,20 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 		f.Add(mpBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
 	}
 	mpPrefault(f)
-	var ctl *mpShm
-	var child *mpProc
+	var ctl *childproc.Shm
+	var child *childproc.Proc
 	if procs == 2 {
-		if ctl, err = mpMapShm(filepath.Join(dir, "ctl"), mpCtlWords, true); err != nil {
+		if ctl, err = childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true); err != nil {
 			b.Fatal(err)
 		}
-		defer ctl.close()
-		child = mpStart(b, "bench", "bench", kv("PATH", path), kv("CTL", ctl.f.Name()), kv("OP", op),
-			kv("QUOTA", b.N), kv("KEYBASE", uint64(1)<<40))
-		mpAwait(b, child, func() bool { return ctl.load(mpBenchReady) != 0 })
+		defer ctl.Close()
+		child = children.Start(b, "bench", "bench", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OP", op),
+			childproc.KV("QUOTA", b.N), childproc.KV("KEYBASE", uint64(1)<<40))
+		childproc.Await(b, child, func() bool { return ctl.Load(mpBenchReady) != 0 })
 	}
 	var c0 uint64
 	if ctl != nil {
-		c0 = ctl.load(mpBenchCount)
+		c0 = ctl.Load(mpBenchCount)
 	}
 	start := time.Now()
 	b.ResetTimer()
@@ -132,9 +133,9 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 	b.StopTimer()
 	el := time.Since(start)
 	if ctl != nil {
-		c1 := ctl.load(mpBenchCount)
-		ctl.store(mpBenchStop, 1)
-		mpWaitAll(b, nil, []*mpProc{child}, time.Minute)
+		c1 := ctl.Load(mpBenchCount)
+		ctl.Store(mpBenchStop, 1)
+		childproc.WaitAll(b, nil, []*childproc.Proc{child}, time.Minute)
 		if c1 > c0 {
 			b.ReportMetric(float64(el.Nanoseconds())/float64(c1-c0), "child-ns/op")
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Test 2: growth under load.
@@ -50,18 +51,18 @@ func mpViewOf(f *Filter) mpView {
 func mpGrowKey(p, i int) []byte { return []byte(fmt.Sprintf("grow-%d-%07d", p, i)) }
 
 func mpChildGrow() error {
-	ctl, err := mpMapShm(mpEnv("CTL"), mpCtlWords, false)
+	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	p, nprocs, n := mpEnvInt("PROC"), mpEnvInt("NPROCS"), mpEnvInt("KEYS")
-	f, err := Open(mpEnv("PATH"), nil)
+	p, nprocs, n := children.EnvInt("PROC"), children.EnvInt("NPROCS"), children.EnvInt("KEYS")
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	var rep mpGrowReport
-	if err := mpBarrier(ctl, 0, nprocs); err != nil {
+	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
 		return err
 	}
 	// Phase 1: interleaved increasing ids: process p adds key i with id i*nprocs+p.
@@ -73,7 +74,7 @@ func mpChildGrow() error {
 			return fmt.Errorf("add %d: %w", i, err)
 		}
 	}
-	if err := mpBarrier(ctl, 1, nprocs); err != nil {
+	if err := childproc.Barrier(ctl, 1, nprocs); err != nil {
 		return err
 	}
 	// Phase 2: every process reports its view and looks up every key.
@@ -106,7 +107,7 @@ func mpChildGrow() error {
 			rep.Ambiguous++
 		}
 	}
-	if err := mpBarrier(ctl, 2, nprocs); err != nil {
+	if err := childproc.Barrier(ctl, 2, nprocs); err != nil {
 		return err
 	}
 	// Phase 3: remove the keys another process added, with their ids.
@@ -118,7 +119,7 @@ func mpChildGrow() error {
 			rep.RemoveErrs++
 		}
 	}
-	if err := mpBarrier(ctl, 3, nprocs); err != nil {
+	if err := childproc.Barrier(ctl, 3, nprocs); err != nil {
 		return err
 	}
 	rep.AfterRemove = mpViewOf(f)
@@ -126,7 +127,7 @@ func mpChildGrow() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(mpEnv("REPORT"), b, 0o644)
+	return os.WriteFile(children.Env("REPORT"), b, 0o644)
 }
 
 // TestMPGrowthUnderLoad: 4 processes add with interleaved ids to a file with
@@ -158,19 +159,19 @@ func mpRunGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
 		t.Fatal(err)
 	}
 	f.Close()
-	ctl, err := mpMapShm(filepath.Join(dir, "ctl"), mpCtlWords, true)
+	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctl.close()
+	defer ctl.Close()
 	start := time.Now()
-	var procs []*mpProc
+	var procs []*childproc.Proc
 	for p := 0; p < nprocs; p++ {
-		procs = append(procs, mpStart(t, fmt.Sprintf("grow-%d", p), "grow",
-			kv("PATH", path), kv("CTL", ctl.f.Name()), kv("PROC", p), kv("NPROCS", nprocs),
-			kv("KEYS", keys), kv("REPORT", filepath.Join(dir, fmt.Sprintf("report-%d.json", p)))))
+		procs = append(procs, children.Start(t, fmt.Sprintf("grow-%d", p), "grow",
+			childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("PROC", p), childproc.KV("NPROCS", nprocs),
+			childproc.KV("KEYS", keys), childproc.KV("REPORT", filepath.Join(dir, fmt.Sprintf("report-%d.json", p)))))
 	}
-	mpWaitAll(t, ctl, procs, 5*time.Minute)
+	childproc.WaitAll(t, ctl, procs, 5*time.Minute)
 	elapsed := time.Since(start)
 
 	reps := make([]mpGrowReport, nprocs)

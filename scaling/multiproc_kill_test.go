@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Test 3: kill -9.
@@ -62,22 +64,22 @@ func mpKillCfg(nstreams int) mpStreamCfg {
 }
 
 func mpChildKill() error {
-	lg, err := mpMapShm(mpEnv("LOG"), mpLogWords, false)
+	lg, err := childproc.MapShm(children.Env("LOG"), mpLogWords, false)
 	if err != nil {
 		return err
 	}
-	p, nprocs, seed := mpEnvInt("PROC"), mpEnvInt("NPROCS"), mpEnvU64("SEED")
-	f, err := Open(mpEnv("PATH"), nil)
+	p, nprocs, seed := children.EnvInt("PROC"), children.EnvInt("NPROCS"), children.EnvU64("SEED")
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
 	base := p * mpLogProcWords
-	lg.store(base+1, uint64(f.slot))
-	lg.store(base+2, uint64(os.Getpid()))
-	lg.store(base+0, 1)
+	lg.Store(base+1, uint64(f.slot))
+	lg.Store(base+2, uint64(os.Getpid()))
+	lg.Store(base+0, 1)
 	// Start together, once every writer has opened: an Open racing another
 	// process's first dirty mark is a different matter (TestMPOpenDuringFirstMark).
-	for lg.load(mpLogGo) == 0 {
+	for lg.Load(mpLogGo) == 0 {
 		time.Sleep(50 * time.Microsecond)
 	}
 	cfg := mpKillCfg(2 * nprocs)
@@ -92,12 +94,12 @@ func mpChildKill() error {
 			deadline := time.Now().Add(5 * time.Second) // the parent kills long before
 			for i := uint64(0); ; i++ {
 				op := st.next()
-				lg.store(started, i+1)
+				lg.Store(started, i+1)
 				if err := mpApply(f, op); err != nil {
 					errc <- fmt.Errorf("stream %d op %d (%+v): %w", p*2+g, i, op, err)
 					return
 				}
-				lg.store(completed, i+1)
+				lg.Store(completed, i+1)
 				if i%1024 == 0 && time.Now().After(deadline) {
 					return
 				}
@@ -146,43 +148,43 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 			t.Fatal(err)
 		}
 		f.Close()
-		lg, err := mpMapShm(filepath.Join(dir, fmt.Sprintf("log-%d", trial)), mpLogWords, true)
+		lg, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("log-%d", trial)), mpLogWords, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var procs []*mpProc
+		var procs []*childproc.Proc
 		for p := 0; p < nprocs; p++ {
-			procs = append(procs, mpStart(t, fmt.Sprintf("trial %d writer %d", trial, p), "kill",
-				kv("PATH", path), kv("LOG", lg.f.Name()), kv("PROC", p), kv("NPROCS", nprocs), kv("SEED", seed)))
+			procs = append(procs, children.Start(t, fmt.Sprintf("trial %d writer %d", trial, p), "kill",
+				childproc.KV("PATH", path), childproc.KV("LOG", lg.Name()), childproc.KV("PROC", p), childproc.KV("NPROCS", nprocs), childproc.KV("SEED", seed)))
 		}
 		for p, proc := range procs {
-			mpAwait(t, proc, func() bool { return lg.load(p*mpLogProcWords) != 0 })
+			childproc.Await(t, proc, func() bool { return lg.Load(p*mpLogProcWords) != 0 })
 		}
-		lg.store(mpLogGo, 1)
+		lg.Store(mpLogGo, 1)
 		// Kill each writer at its own random moment 5-60 ms after the start.
 		for _, p := range procs {
-			time.AfterFunc(time.Duration(5+rng.IntN(56))*time.Millisecond, func() { p.cmd.Process.Signal(syscall.SIGKILL) })
+			time.AfterFunc(time.Duration(5+rng.IntN(56))*time.Millisecond, func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
 		}
 		for _, p := range procs {
-			<-p.done
+			<-p.Done
 			st.children++
 			var ee *exec.ExitError
 			switch {
-			case p.err == nil:
+			case p.Err == nil:
 				st.exited++
-			case errors.As(p.err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+			case errors.As(p.Err, &ee) && ee.Sys().(syscall.WaitStatus).Signaled() && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
 				st.killed++
 			default:
-				t.Fatalf("trial %d: %s crashed (%v):\n%s", trial, p.name, p.err, p.out)
+				t.Fatalf("trial %d: %s crashed (%v):\n%s", trial, p.Name, p.Err, p.Out)
 			}
 		}
 		if err := mpKillCheck(path, lg, nprocs, seed, st); err != nil {
 			t.Fatalf("trial %d (%d writers, seed %#x): %v", trial, nprocs, seed, err)
 		}
 		st.trials++
-		lg.close()
+		lg.Close()
 		os.Remove(path)
-		os.Remove(lg.f.Name())
+		os.Remove(lg.Name())
 	}
 	return st
 }

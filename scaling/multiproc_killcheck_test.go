@@ -9,6 +9,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // The check of one TestMPKill9 trial (described above mpLogProcWords), in
@@ -44,7 +45,7 @@ type mpProcOp struct {
 
 // mpKillTrial is what the steps of mpKillCheck learn about one trial.
 type mpKillTrial struct {
-	lg     *mpShm
+	lg     *childproc.Shm
 	nprocs int
 	seed   uint64
 	st     *mpKillStats
@@ -70,7 +71,7 @@ type mpKillTrial struct {
 
 // mpKillCheck verifies one trial; it returns an error describing the first
 // violation.
-func mpKillCheck(path string, lg *mpShm, nprocs int, seed uint64, st *mpKillStats) (err error) {
+func mpKillCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *mpKillStats) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -114,7 +115,7 @@ func (k *mpKillTrial) readRecords() error {
 	fi, st := k.fi, k.st
 	k.slotOf = map[int]int{}
 	for p := 0; p < k.nprocs; p++ {
-		s := int(k.lg.load(p*mpLogProcWords + 1))
+		s := int(k.lg.Load(p*mpLogProcWords + 1))
 		k.slotOf[s] = p
 		held, err := fi.file.Held(header.SlotOffset(s))
 		if err != nil || held || fi.slotLive(s) {
@@ -210,7 +211,7 @@ func (k *mpKillTrial) replayLog() error {
 	for p := 0; p < k.nprocs; p++ {
 		for g := 0; g < 2; g++ {
 			s := p*2 + g
-			started, completed := lg.load(p*mpLogProcWords+8*(g+1)), lg.load(p*mpLogProcWords+8*(g+1)+1)
+			started, completed := lg.Load(p*mpLogProcWords+8*(g+1)), lg.Load(p*mpLogProcWords+8*(g+1)+1)
 			if started != completed && started != completed+1 {
 				return fmt.Errorf("log of stream %d: started %d, completed %d", s, started, completed)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Test 1: no lost update.
@@ -25,20 +26,20 @@ func mpNoLostCfg(nstreams int, racy bool) mpStreamCfg {
 // racy mode (the negative control) the counters are changed with a plain,
 // non-atomic read-modify-write instead of the filter's compare-and-swap.
 func mpChildStream() error {
-	ctl, err := mpMapShm(mpEnv("CTL"), mpCtlWords, false)
+	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	f, err := Open(mpEnv("PATH"), nil)
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	p, nprocs, ops := mpEnvInt("PROC"), mpEnvInt("NPROCS"), mpEnvU64("OPS")
-	racy := mpEnv("RACY") == "1"
-	seed := mpEnvU64("SEED")
+	p, nprocs, ops := children.EnvInt("PROC"), children.EnvInt("NPROCS"), children.EnvU64("OPS")
+	racy := children.Env("RACY") == "1"
+	seed := children.EnvU64("SEED")
 	cfg := mpNoLostCfg(2*nprocs, racy)
-	if err := mpBarrier(ctl, 0, nprocs); err != nil {
+	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
@@ -113,23 +114,23 @@ func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
 		t.Fatal(err)
 	}
 	f.Close()
-	ctl, err := mpMapShm(filepath.Join(dir, "ctl"), mpCtlWords, true)
+	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctl.close()
+	defer ctl.Close()
 	racyFlag := "0"
 	if racy {
 		racyFlag = "1"
 	}
 	start := time.Now()
-	var procs []*mpProc
+	var procs []*childproc.Proc
 	for p := 0; p < nprocs; p++ {
-		procs = append(procs, mpStart(t, fmt.Sprintf("stream-%d", p), "stream",
-			kv("PATH", path), kv("CTL", ctl.f.Name()), kv("PROC", p), kv("NPROCS", nprocs),
-			kv("OPS", ops), kv("SEED", uint64(seed)), kv("RACY", racyFlag)))
+		procs = append(procs, children.Start(t, fmt.Sprintf("stream-%d", p), "stream",
+			childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("PROC", p), childproc.KV("NPROCS", nprocs),
+			childproc.KV("OPS", ops), childproc.KV("SEED", uint64(seed)), childproc.KV("RACY", racyFlag)))
 	}
-	mpWaitAll(t, ctl, procs, 5*time.Minute)
+	childproc.WaitAll(t, ctl, procs, 5*time.Minute)
 	res := mpNoLostResult{elapsed: time.Since(start), ops: uint64(nprocs * 2 * ops)}
 
 	// The file, as the children left it.

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // mpChildOpen opens the file read-write without AllowUnclean, as a second
 // writer process starting up would, and reports the outcome.
 func mpChildOpen() error {
-	ctl, err := mpMapShm(mpEnv("CTL"), mpCtlWords, false)
+	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	ctl.store(mpCtlBarrier, 1) // about to open
-	f, err := Open(mpEnv("PATH"), nil)
+	ctl.Store(childproc.CtlBarrier, 1) // about to open
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
@@ -40,11 +41,11 @@ func TestMPOpenDuringFirstMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ctl, err := mpMapShm(filepath.Join(dir, "ctl"), mpCtlWords, true)
+	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ctl.close()
+	defer ctl.Close()
 	m := f.chain.Load().f[0]
 	paused, resume, marked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
@@ -55,16 +56,16 @@ func TestMPOpenDuringFirstMark(t *testing.T) {
 		}, func() error { return f.sync(header.HotOffset, header.SlotsOffset-header.HotOffset) })
 	}()
 	<-paused
-	child := mpStart(t, "open", "open", kv("PATH", path), kv("CTL", ctl.f.Name()))
-	mpAwait(t, child, func() bool { return ctl.load(mpCtlBarrier) != 0 })
+	child := children.Start(t, "open", "open", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()))
+	childproc.Await(t, child, func() bool { return ctl.Load(childproc.CtlBarrier) != 0 })
 	time.Sleep(50 * time.Millisecond)
 	close(resume)
 	if err := <-marked; err != nil {
 		t.Fatal(err)
 	}
-	<-child.done
-	if child.err != nil {
-		t.Fatalf("a second process could not open the file while the first was marking it dirty: %v\n%s", child.err, child.out)
+	<-child.Done
+	if child.Err != nil {
+		t.Fatalf("a second process could not open the file while the first was marking it dirty: %v\n%s", child.Err, child.Out)
 	}
 	if c := f.Condition(); c != Unflushed {
 		t.Fatalf("condition %v after the mark, want unflushed", c)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Test 4: readers never see a false negative.
@@ -23,16 +25,16 @@ const (
 func mpRdKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
 
 func mpChildReaderWriter() error {
-	mk, err := mpMapShm(mpEnv("MARK"), mpCtlWords, false)
+	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	f, err := Open(mpEnv("PATH"), nil)
+	f, err := Open(children.Env("PATH"), nil)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	p, n := mpEnvInt("PROC"), mpEnvInt("KEYS")
+	p, n := children.EnvInt("PROC"), children.EnvInt("KEYS")
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
 	for g := 0; g < 2; g++ {
@@ -46,7 +48,7 @@ func mpChildReaderWriter() error {
 					errc <- err
 					return
 				}
-				mk.store(8*w, uint64(i+1)) // keys 0..i are in: published after Add returned
+				mk.Store(8*w, uint64(i+1)) // keys 0..i are in: published after Add returned
 				if i%4 == 0 {
 					// Churn: a scratch key added and removed, so counters
 					// also go down while the reader looks.
@@ -80,16 +82,16 @@ type mpReaderReport struct {
 }
 
 func mpChildReader() error {
-	mk, err := mpMapShm(mpEnv("MARK"), mpCtlWords, false)
+	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
 	if err != nil {
 		return err
 	}
-	f, err := Open(mpEnv("PATH"), &OpenOptions{ReadOnly: true})
+	f, err := Open(children.Env("PATH"), &OpenOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	mk.store(mpRdOpened, 1)
+	mk.Store(mpRdOpened, 1)
 	var rep mpReaderReport
 	rng := rand.New(rand.NewPCG(1, 2))
 	checked := make([]int, mpRdStreams)
@@ -104,9 +106,9 @@ func mpChildReader() error {
 	}
 	last := 0
 	for {
-		done := mk.load(mpRdDone) != 0
+		done := mk.Load(mpRdDone) != 0
 		for w := 0; w < mpRdStreams; w++ {
-			hi := int(mk.load(8 * w)) // read the marker BEFORE looking up
+			hi := int(mk.Load(8 * w)) // read the marker BEFORE looking up
 			for i := checked[w]; i < hi; i++ {
 				check(w, i)
 			}
@@ -127,7 +129,7 @@ func mpChildReader() error {
 	}
 	// Final pass over everything.
 	for w := 0; w < mpRdStreams; w++ {
-		for i := 0; i < int(mk.load(8*w)); i++ {
+		for i := 0; i < int(mk.Load(8*w)); i++ {
 			check(w, i)
 		}
 	}
@@ -136,7 +138,7 @@ func mpChildReader() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(mpEnv("REPORT"), b, 0o644)
+	return os.WriteFile(children.Env("REPORT"), b, 0o644)
 }
 
 // TestMPReaders: a read-only process calling Contains while two writer
@@ -154,25 +156,25 @@ func TestMPReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	mk, err := mpMapShm(filepath.Join(dir, "marks"), mpCtlWords, true)
+	mk, err := childproc.MapShm(filepath.Join(dir, "marks"), childproc.CtlWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mk.close()
+	defer mk.Close()
 	report := filepath.Join(dir, "reader.json")
 	start := time.Now()
-	reader := mpStart(t, "reader", "reader", kv("PATH", path), kv("MARK", mk.f.Name()), kv("REPORT", report))
+	reader := children.Start(t, "reader", "reader", childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("REPORT", report))
 	// The writers start once the reader has opened the file: an Open racing
 	// a writer's first dirty mark is TestMPOpenDuringFirstMark's matter.
-	mpAwait(t, reader, func() bool { return mk.load(mpRdOpened) != 0 })
-	var writers []*mpProc
+	childproc.Await(t, reader, func() bool { return mk.Load(mpRdOpened) != 0 })
+	var writers []*childproc.Proc
 	for p := 0; p < 2; p++ {
-		writers = append(writers, mpStart(t, fmt.Sprintf("writer-%d", p), "rwriter",
-			kv("PATH", path), kv("MARK", mk.f.Name()), kv("PROC", p), kv("KEYS", keys)))
+		writers = append(writers, children.Start(t, fmt.Sprintf("writer-%d", p), "rwriter",
+			childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("PROC", p), childproc.KV("KEYS", keys)))
 	}
-	mpWaitAll(t, nil, writers, 5*time.Minute)
-	mk.store(mpRdDone, 1)
-	mpWaitAll(t, nil, []*mpProc{reader}, 5*time.Minute)
+	childproc.WaitAll(t, nil, writers, 5*time.Minute)
+	mk.Store(mpRdDone, 1)
+	childproc.WaitAll(t, nil, []*childproc.Proc{reader}, 5*time.Minute)
 	b, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,7 @@ package scaling
 // Randomized concurrency stress test (issue 11, "Also required").
 //
 // Several processes (this test binary re-executed, role "stress"; see
-// mpStart) and several goroutines in each mix Add, Remove, Contains,
+// multiproc_test.go) and several goroutines in each mix Add, Remove, Contains,
 // ContainsBatch, Flush, Open and Close on one file whose chain grows fast
 // (capacity 1-100, growth factor 1-2), with read-write and read-only handles
 // opened and closed all the time. Exact invariants only, no timing:
@@ -46,6 +46,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dablooms/dablooms/internal/childproc"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -56,14 +57,14 @@ const (
 
 // Shared-memory words of a round.
 const (
-	stAbort   = mpCtlAbort // set by mpWaitAll when a child failed
-	stFull    = 1          // some Add got ErrFull: the round ends at the next phase boundary
-	stFails   = 2          // failures recorded by any process
-	stBarrier = 3          // arrivals at barriers, over the whole round
-	stAdds    = 16         // + process: Adds that returned nil
-	stRemoves = 48         // + process: Removes that returned nil
-	stCount   = 80         // + process*8 + counter: operation counts, for the log
-	stLog     = 256        // + writer: number of the writer's checked keys whose Add returned
+	stAbort   = childproc.CtlAbort // set by childproc.WaitAll when a child failed
+	stFull    = 1                  // some Add got ErrFull: the round ends at the next phase boundary
+	stFails   = 2                  // failures recorded by any process
+	stBarrier = 3                  // arrivals at barriers, over the whole round
+	stAdds    = 16                 // + process: Adds that returned nil
+	stRemoves = 48                 // + process: Removes that returned nil
+	stCount   = 80                 // + process*8 + counter: operation counts, for the log
+	stLog     = 256                // + writer: number of the writer's checked keys whose Add returned
 	stWords   = 1024
 
 	stMaxProcs   = 8
@@ -155,7 +156,7 @@ func stressParams(seed uint64, r int) (capacity uint64, growth float64, roundSee
 
 // stressRun is one process's part of a round.
 type stressRun struct {
-	shm    *mpShm
+	shm    *childproc.Shm
 	cfg    stressCfg
 	proc   int
 	path   string // "" in memory mode: no other handle can be opened
@@ -172,7 +173,7 @@ type stressRun struct {
 func (s *stressRun) writers() int { return s.cfg.Procs * s.cfg.Gor }
 
 func (s *stressRun) fail(format string, args ...any) {
-	s.shm.add(stFails, 1)
+	s.shm.Add(stFails, 1)
 	msg := fmt.Sprintf("process %d, round seed %d: ", s.proc, s.cfg.Seed) + fmt.Sprintf(format, args...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,7 +268,7 @@ func (wk *stressWorker) addErr(err error, what string, kind string, h *Filter) {
 	if errors.Is(err, ErrFull) {
 		wk.full = true
 		wk.s.cnt[cntFull].Add(1)
-		wk.s.shm.store(stFull, 1)
+		wk.s.shm.Store(stFull, 1)
 		return
 	}
 	wk.s.fail("Add of %s on a %s handle: %v (%s)", what, kind, err, handleInfo(h))
@@ -278,14 +279,14 @@ func (wk *stressWorker) addChecked() {
 		return
 	}
 	s := wk.s
-	n := s.shm.load(stLog + wk.w) // only this goroutine writes it
+	n := s.shm.Load(stLog + wk.w) // only this goroutine writes it
 	h, kind := wk.writeHandle()
 	if err := h.Add(stKey(&wk.buf, 'c', wk.w, n), wk.id()); err != nil {
 		wk.addErr(err, stKeyName('c', wk.w, n), kind, h)
 		return
 	}
 	s.adds.Add(1)
-	s.shm.store(stLog+wk.w, n+1) // published after the Add returned
+	s.shm.Store(stLog+wk.w, n+1) // published after the Add returned
 	wk.full = false
 }
 
@@ -335,7 +336,7 @@ func (wk *stressWorker) removeOne() {
 // older one. ok is false when that writer has recorded none yet.
 func (wk *stressWorker) pick() (w int, n uint64, ok bool) {
 	w = wk.rng.IntN(wk.s.writers())
-	cnt := wk.s.shm.load(stLog + w) // read before the lookup begins
+	cnt := wk.s.shm.Load(stLog + w) // read before the lookup begins
 	if cnt == 0 {
 		return 0, 0, false
 	}
@@ -494,7 +495,7 @@ func (s *stressRun) runPhase(ws []*stressWorker, end time.Time) {
 			defer wg.Done()
 			defer wk.closeOwn()
 			for i := 0; ; i++ {
-				if i%8 == 0 && (!time.Now().Before(end) || s.shm.load(stAbort) != 0) {
+				if i%8 == 0 && (!time.Now().Before(end) || s.shm.Load(stAbort) != 0) {
 					return
 				}
 				wk.step()
@@ -507,10 +508,10 @@ func (s *stressRun) runPhase(ws []*stressWorker, end time.Time) {
 // barrier waits until every process of the round has arrived.
 func (s *stressRun) barrier() error {
 	s.barriers++
-	s.shm.add(stBarrier, 1)
+	s.shm.Add(stBarrier, 1)
 	deadline := time.Now().Add(time.Minute)
-	for s.shm.load(stBarrier) < uint64(s.barriers*s.cfg.Procs) {
-		if s.shm.load(stAbort) != 0 {
+	for s.shm.Load(stBarrier) < uint64(s.barriers*s.cfg.Procs) {
+		if s.shm.Load(stAbort) != 0 {
 			return errors.New("aborted by the parent (another child failed)")
 		}
 		if time.Now().After(deadline) {
@@ -527,13 +528,13 @@ func (s *stressRun) quiescentCheck(h *Filter, where string) {
 	if s.proc == 0 { // every process would find the same
 		var want uint64
 		for p := 0; p < s.cfg.Procs; p++ {
-			want += s.shm.load(stAdds+p) - s.shm.load(stRemoves+p)
+			want += s.shm.Load(stAdds+p) - s.shm.Load(stRemoves+p)
 		}
 		checkStats(h.Stats(), want, func(format string, args ...any) { s.fail(where+": "+format, args...) })
 	}
 	var buf [16]byte
 	for w := 0; w < s.writers(); w++ {
-		cnt := s.shm.load(stLog + w)
+		cnt := s.shm.Load(stLog + w)
 		if cnt == 0 {
 			continue
 		}
@@ -571,10 +572,10 @@ func (s *stressRun) phases() error {
 	}
 	for ph := 0; ph < s.cfg.Phases; ph++ {
 		s.runPhase(ws, time.Now().Add(s.cfg.Phase))
-		s.shm.store(stAdds+s.proc, s.adds.Load())
-		s.shm.store(stRemoves+s.proc, s.removes.Load())
+		s.shm.Store(stAdds+s.proc, s.adds.Load())
+		s.shm.Store(stRemoves+s.proc, s.removes.Load())
 		for i := range s.cnt {
-			s.shm.store(stCount+8*s.proc+i, s.cnt[i].Load())
+			s.shm.Store(stCount+8*s.proc+i, s.cnt[i].Load())
 		}
 		if err := s.barrier(); err != nil {
 			return err
@@ -585,7 +586,7 @@ func (s *stressRun) phases() error {
 		}
 		// Read between two barriers, while nothing changes the words, so
 		// that every process decides alike.
-		stop := s.shm.load(stFull) != 0 || s.shm.load(stFails) != 0
+		stop := s.shm.Load(stFull) != 0 || s.shm.Load(stFails) != 0
 		if err := s.barrier(); err != nil {
 			return err
 		}
@@ -601,19 +602,19 @@ func (s *stressRun) phases() error {
 
 // mpChildStress is one process of TestStress.
 func mpChildStress() error {
-	shm, err := mpMapShm(mpEnv("SHM"), stWords, false)
+	shm, err := childproc.MapShm(children.Env("SHM"), stWords, false)
 	if err != nil {
 		return err
 	}
-	defer shm.close()
+	defer shm.Close()
 	cfg := stressCfg{
-		Procs: mpEnvInt("PROCS"), Gor: mpEnvInt("GOR"), Phase: time.Duration(mpEnvU64("PHASE")),
-		Phases: mpEnvInt("PHASES"), Seed: mpEnvU64("SEED"),
+		Procs: children.EnvInt("PROCS"), Gor: children.EnvInt("GOR"), Phase: time.Duration(children.EnvU64("PHASE")),
+		Phases: children.EnvInt("PHASES"), Seed: children.EnvU64("SEED"),
 	}
-	s := &stressRun{shm: shm, cfg: cfg, proc: mpEnvInt("PROC"), path: mpEnv("PATH")}
+	s := &stressRun{shm: shm, cfg: cfg, proc: children.EnvInt("PROC"), path: children.Env("PATH")}
 	f, err := Open(s.path, nil)
 	if err != nil {
-		shm.add(stFails, 1)
+		shm.Add(stFails, 1)
 		return fmt.Errorf("round seed %d: read-write Open of the live, healthy file failed: %w", cfg.Seed, err)
 	}
 	s.shared = f
@@ -626,7 +627,7 @@ func mpChildStress() error {
 		fails = append(fails, perr.Error())
 	}
 	if len(fails) > 0 {
-		return fmt.Errorf("%d failure(s) in this process (%d in all; round seed %d):\n  %s", len(fails), shm.load(stFails), cfg.Seed, strings.Join(fails, "\n  "))
+		return fmt.Errorf("%d failure(s) in this process (%d in all; round seed %d):\n  %s", len(fails), shm.Load(stFails), cfg.Seed, strings.Join(fails, "\n  "))
 	}
 	return nil
 }
@@ -667,19 +668,19 @@ func stressRound(t *testing.T, cfg stressCfg) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	shm, err := mpMapShm(filepath.Join(dir, "shm"), stWords, true)
+	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), stWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer shm.close()
+	defer shm.Close()
 	began := time.Now()
-	var procs []*mpProc
+	var procs []*childproc.Proc
 	for p := 0; p < cfg.Procs; p++ {
-		procs = append(procs, mpStart(t, fmt.Sprintf("stress-%d", p), "stress",
-			kv("PATH", path), kv("SHM", shm.f.Name()), kv("PROC", p), kv("PROCS", cfg.Procs), kv("GOR", cfg.Gor),
-			kv("PHASE", int64(cfg.Phase)), kv("PHASES", cfg.Phases), kv("SEED", cfg.Seed)))
+		procs = append(procs, children.Start(t, fmt.Sprintf("stress-%d", p), "stress",
+			childproc.KV("PATH", path), childproc.KV("SHM", shm.Name()), childproc.KV("PROC", p), childproc.KV("PROCS", cfg.Procs), childproc.KV("GOR", cfg.Gor),
+			childproc.KV("PHASE", int64(cfg.Phase)), childproc.KV("PHASES", cfg.Phases), childproc.KV("SEED", cfg.Seed)))
 	}
-	mpWaitAll(t, shm, procs, 2*time.Minute+time.Duration(cfg.Phases)*cfg.Phase)
+	childproc.WaitAll(t, shm, procs, 2*time.Minute+time.Duration(cfg.Phases)*cfg.Phase)
 	ran := time.Since(began)
 
 	// The file verifies, then reopens with every recorded key present and
@@ -687,9 +688,9 @@ func stressRound(t *testing.T, cfg stressCfg) {
 	var want uint64
 	var cnt [cntN]uint64
 	for p := 0; p < cfg.Procs; p++ {
-		want += shm.load(stAdds+p) - shm.load(stRemoves+p)
+		want += shm.Load(stAdds+p) - shm.Load(stRemoves+p)
 		for i := range cnt {
-			cnt[i] += shm.load(stCount + 8*p + i)
+			cnt[i] += shm.Load(stCount + 8*p + i)
 		}
 	}
 	if stressVerify != nil {
@@ -719,7 +720,7 @@ func stressRound(t *testing.T, cfg stressCfg) {
 		var buf [16]byte
 	sweep:
 		for w := 0; w < cfg.Procs*cfg.Gor; w++ {
-			for n := uint64(0); n < shm.load(stLog+w); n++ {
+			for n := uint64(0); n < shm.Load(stLog+w); n++ {
 				if looked%1024 == 0 && time.Now().After(deadline) {
 					t.Logf("sweep stopped at its deadline after %d keys", looked)
 					break sweep
@@ -801,20 +802,20 @@ func TestStressMemory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := &stressRun{shm: &mpShm{w: make([]uint64, stWords)}, cfg: cfg, shared: f}
+				s := &stressRun{shm: childproc.InMemory(stWords), cfg: cfg, shared: f}
 				if err := s.phases(); err != nil {
 					t.Fatal(err)
 				}
 				checkStats(f.Stats(), s.adds.Load()-s.removes.Load(), s.fail)
 				var buf [16]byte
 				for w := 0; w < gor; w++ {
-					for n := uint64(0); n < s.shm.load(stLog+w); n++ {
+					for n := uint64(0); n < s.shm.Load(stLog+w); n++ {
 						s.checkKey(f, "final sweep", w, n, &buf)
 					}
 				}
 				if fails := s.failures(); len(fails) > 0 {
 					t.Fatalf("run seed %d (%s=%d), round %d, %v: %d failure(s):\n  %s",
-						seed, stressEnvSeed, seed, r, cfg, s.shm.load(stFails), strings.Join(fails, "\n  "))
+						seed, stressEnvSeed, seed, r, cfg, s.shm.Load(stFails), strings.Join(fails, "\n  "))
 				}
 				t.Logf("round %d: %v: %d filters, %d items", r, cfg, len(f.Stats().Filters), f.Stats().Count)
 				if err := f.Close(); err != nil {
