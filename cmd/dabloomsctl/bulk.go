@@ -57,7 +57,10 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
 	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}}
-	runErr := a.forEachItem(ctx, op, keys, o.from, b.apply)
+	runErr := a.forEachItem(ctx, op, keys, o.from, b.collect)
+	// The keys read before the input ended, was cancelled or went wrong
+	// are applied (after a failed batch, nothing is left to apply).
+	runErr = joinFirst(b.applyBatch(), runErr)
 	b.res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
 	runErr = b.finish(runErr)
 	if a.json {
@@ -84,21 +87,94 @@ type bulk struct {
 	o                  *bulkOpts
 	res                bulkJSON
 	missing, ambiguous []string // the first ten of each, for the warnings
+	batch              batch
 }
 
-// apply adds or removes one key, counts it, and writes the checkpoint and
-// flushes that --checkpoint and --flush-every ask for.
-func (b *bulk) apply(it item) error {
+// batch holds the keys collected for one AddBatch or RemoveBatch.
+type batch struct {
+	buf     []byte // the keys' bytes (scanLines reuses its buffer)
+	ends    []int  // end of key i in buf
+	keys    [][]byte
+	ids     []uint64
+	lines   []int
+	results []error
+}
+
+// maxBatch is how many keys one AddBatch or RemoveBatch takes at most.
+const maxBatch = 4096
+
+// collect queues one key; the batch is applied when full, or earlier so
+// that it ends exactly where a --checkpoint or --flush-every falls.
+func (b *bulk) collect(it item) error {
 	id := b.o.id
 	if it.hasID {
 		id = it.id
 	}
-	var err error
-	if b.op == "add" {
-		err = b.f.Add(it.key, id)
-	} else {
-		err = b.f.Remove(it.key, id)
+	q := &b.batch
+	q.buf = append(q.buf, it.key...)
+	q.ends = append(q.ends, len(q.buf))
+	q.ids = append(q.ids, id)
+	q.lines = append(q.lines, it.line)
+	if uint64(len(q.ids)) >= b.batchLimit() {
+		return b.applyBatch()
 	}
+	return nil
+}
+
+// batchLimit is the size at which the batch must be applied: maxBatch, or
+// the keys left until the next checkpoint or flush (a flush counts changed
+// keys, never more than the processed ones, so the batch ends at or before
+// it).
+func (b *bulk) batchLimit() uint64 {
+	limit := uint64(maxBatch)
+	if n := b.o.checkpoint; n > 0 {
+		limit = min(limit, n-b.res.Processed%n)
+	}
+	if n := b.o.flushEvery; n > 0 {
+		limit = min(limit, n-b.res.Changed%n)
+	}
+	return limit
+}
+
+// applyBatch adds or removes the collected keys with one AddBatch or
+// RemoveBatch, then counts each key's result in order.
+func (b *bulk) applyBatch() error {
+	q := &b.batch
+	if len(q.ids) == 0 {
+		return nil
+	}
+	q.keys = q.keys[:0]
+	start := 0
+	for _, end := range q.ends {
+		q.keys = append(q.keys, q.buf[start:end:end])
+		start = end
+	}
+	q.results = append(q.results[:0], make([]error, len(q.keys))...)
+	var batchErr error
+	if b.op == "add" {
+		batchErr = b.f.AddBatch(q.keys, q.ids)
+		var be *scaling.BatchError
+		if errors.As(batchErr, &be) {
+			q.results[be.Index], batchErr = be.Err, nil
+			q.keys, q.results = q.keys[:be.Index+1], q.results[:be.Index+1]
+		}
+	} else {
+		_, batchErr = b.f.RemoveBatch(q.keys, q.ids, q.results)
+	}
+	var err error
+	for i := range q.keys {
+		if err = b.count(q.keys[i], q.ids[i], q.lines[i], q.results[i]); err != nil {
+			break
+		}
+	}
+	q.buf, q.ends, q.ids, q.lines = q.buf[:0], q.ends[:0], q.ids[:0], q.lines[:0]
+	return errors.Join(err, batchErr)
+}
+
+// count tallies one key's result, and writes the checkpoint and flushes
+// that --checkpoint and --flush-every ask for.
+func (b *bulk) count(key []byte, id uint64, line int, err error) error {
+	it := item{key: key, id: id, line: line}
 	switch {
 	case err == nil:
 		b.res.Changed++
@@ -182,6 +258,14 @@ func (b *bulk) skipped() error {
 		return fmt.Errorf("%s; nothing changed for them", strings.Join(why, ", and "))
 	}
 	return nil
+}
+
+// joinFirst is errors.Join(first, then), or the one that is not nil.
+func joinFirst(first, then error) error {
+	if first == nil {
+		return then
+	}
+	return errors.Join(first, then)
 }
 
 // appendFirst appends `"key" (id N)` to list if it holds fewer than ten.
