@@ -149,21 +149,21 @@ type FilterStats struct {
 
 // Stats describes the whole store.
 type Stats struct {
-	Path         string
-	FileSize     int64
-	Capacity     uint64
-	ErrorRate    float64
-	GrowthFactor float64
-	Tightening   float64
-	Seed         uint64
-	MemSeqnum    uint64
-	DiskSeqnum   uint64
-	Phase        string
-	Epoch        uint64
-	Condition    Condition
-	Count        uint64
-	EstimatedFPR float64 // expected false-positive rate of Contains: the sum over filters
-	Filters      []FilterStats
+	Path            string
+	FileSize        int64
+	Capacity        uint64
+	ErrorRate       float64
+	GrowthFactor    float64
+	TighteningRatio float64
+	Seed            uint64
+	MemSeqnum       uint64
+	DiskSeqnum      uint64
+	Phase           string
+	Epoch           uint64
+	Condition       Condition
+	Count           uint64
+	EstimatedFPR    float64 // expected false-positive rate of Contains: the sum over filters
+	Filters         []FilterStats
 	// FilterLimit is how many filters the chain can reach: MaxFilters (64),
 	// or fewer where the schedule makes a filter too large or its error
 	// target too small to build; Add then returns ErrFull.
@@ -187,7 +187,7 @@ func (f *Filter) Stats() Stats {
 	ep, ph := f.words.Phase()
 	s := Stats{
 		FileSize: f.r.Size(), Capacity: f.params.Capacity, ErrorRate: f.params.ErrorRate,
-		GrowthFactor: f.params.GrowthFactor, Tightening: f.params.TighteningRatio, Seed: f.params.Seed,
+		GrowthFactor: f.params.GrowthFactor, TighteningRatio: f.params.TighteningRatio, Seed: f.params.Seed,
 		MemSeqnum: f.MemSeqnum(), DiskSeqnum: f.DiskSeqnum(), Phase: ph.String(), Epoch: ep,
 		Condition: f.Condition(), RefreshError: err, FilterLimit: f.filterLimit(),
 	}
