@@ -11,6 +11,7 @@ require (
 	github.com/greatroar/blobloom v0.8.1
 	github.com/seiflotfy/cuckoofilter v0.0.0-20240715131351-a2f2c23f1771
 	github.com/tylertreat/BoomFilters v0.0.0-20251001182300-5b3723cc64ae
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -19,5 +20,4 @@ require (
 	github.com/dgryski/go-metro v0.0.0-20200812162917-85c65e2d0165 // indirect
 	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/twmb/murmur3 v1.1.8 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 )

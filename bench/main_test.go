@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -110,15 +113,32 @@ func checkRows(t *testing.T, rep report, systems string, parallel int, checkByte
 		if (r.RemoveNs != nil) != wantRemove || r.RemoveSupported != sp.canRemove {
 			t.Errorf("%s: remove measured = %v (supported %v), want %v", name, r.RemoveNs != nil, r.RemoveSupported, wantRemove)
 		}
-		for _, v := range []*float64{r.AddNs, r.ContainsPresentNs, r.ContainsAbsentNs, r.RemoveNs} {
-			if v != nil && !(*v > 0) {
-				t.Errorf("%s: non-positive timing %v", name, *v)
-			}
-		}
+		checkTimings(t, name, r)
 	}
 	for _, id := range ids {
 		if seen[id] != 2 {
 			t.Errorf("system %s: %d rows, want 2", id, seen[id])
+		}
+	}
+}
+
+// checkTimings checks that every measured phase has a positive wall time
+// and, on Linux (the thread clock), a positive CPU time beside it.
+func checkTimings(t *testing.T, name string, r row) {
+	t.Helper()
+	wall := []*float64{r.AddNs, r.ContainsPresentNs, r.ContainsAbsentNs, r.RemoveNs}
+	cpu := []*float64{r.AddCPU, r.ContainsPresentCPU, r.ContainsAbsentCPU, r.RemoveCPU}
+	for i, v := range wall {
+		if v != nil && !(*v > 0) {
+			t.Errorf("%s: non-positive timing %v", name, *v)
+		}
+		if runtime.GOOS != "linux" {
+			continue
+		}
+		if (v != nil) != (cpu[i] != nil) {
+			t.Errorf("%s: phase %d: wall measured %v, CPU measured %v", name, i, v != nil, cpu[i] != nil)
+		} else if cpu[i] != nil && !(*cpu[i] > 0) {
+			t.Errorf("%s: phase %d: non-positive CPU time %v", name, i, *cpu[i])
 		}
 	}
 }
@@ -195,5 +215,114 @@ func TestKeys(t *testing.T) {
 		if !bytes.Equal(ks.presentQ[i], again.presentQ[i]) {
 			t.Fatalf("shuffle not deterministic for a fixed seed")
 		}
+	}
+}
+
+// TestInterleaved checks the run order: every system's repetition r before
+// any system's repetition r+1.
+func TestInterleaved(t *testing.T) {
+	var progress bytes.Buffer
+	args := []string{"-n", "1000", "-reps", "3", "-parallel", "1", "-systems", "bloomv3,cuckoo", "-dir", t.TempDir()}
+	if err := run(args, io.Discard, &progress); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(progress.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[2] == "rep" {
+			got = append(got, f[0]+" "+f[3])
+		}
+	}
+	want := []string{"bloomv3 1/3", "cuckoo 1/3", "bloomv3 2/3", "cuckoo 2/3", "bloomv3 3/3", "cuckoo 3/3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("run order %v, want %v", got, want)
+	}
+}
+
+// TestPhaseCounts: -present-queries and -removes cut those phases.
+func TestPhaseCounts(t *testing.T) {
+	rep := runJSON(t, "-n", "5000", "-present-queries", "2000", "-queries", "3000", "-removes", "1000", "-reps", "1", "-parallel", "1", "-systems", "ours-mem")
+	c := rep.Config
+	if c.PresentQueries != 2000 || c.Queries != 3000 || c.Removes != 1000 {
+		t.Errorf("config %+v", c)
+	}
+	r := rep.Rows[0]
+	if r.PresentQueries != 2000 || r.Removes != 1000 || r.FalseNegatives != 0 || r.RemoveNs == nil {
+		t.Errorf("row %+v", r)
+	}
+	for _, args := range [][]string{{"-n", "10", "-present-queries", "11"}, {"-n", "10", "-removes", "11"}} {
+		if err := run(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("run %v: no error", args)
+		}
+	}
+}
+
+// TestCOriginalSkipped: without the C source the system is skipped with a
+// message and the rest of the run goes on.
+func TestCOriginalSkipped(t *testing.T) {
+	rep := runJSON(t, "-n", "1000", "-reps", "1", "-parallel", "1", "-systems", "ours-mem,c-original", "-c-src", t.TempDir())
+	if len(rep.Rows) != 1 || rep.Rows[0].System != "ours-mem" {
+		t.Errorf("rows %+v", rep.Rows)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "c-original skipped: no C dablooms source") {
+		t.Errorf("skipped %q", rep.Skipped)
+	}
+}
+
+// TestCOriginal builds the C original from ../shared (under a second with
+// cc -O2) and runs it beside ours-original at a small n. It is skipped where
+// the source or a C compiler is absent.
+func TestCOriginal(t *testing.T) {
+	if _, err := findCSource(""); err != nil {
+		t.Skipf("c-original not available: %v", err)
+	}
+	if _, err := findCC(""); err != nil {
+		t.Skipf("c-original not available: %v", err)
+	}
+	const systems = "ours-original,c-original"
+	rep := runJSON(t, "-n", "20000", "-reps", "2", "-parallel", "2", "-systems", systems)
+	if len(rep.Skipped) != 0 {
+		t.Fatalf("skipped: %v", rep.Skipped)
+	}
+	var c *row
+	for i, r := range rep.Rows {
+		if r.System == "c-original" {
+			if c != nil || r.Goroutines != 1 {
+				t.Errorf("c-original rows: want one, single goroutine; got %+v", rep.Rows)
+			}
+			c = &rep.Rows[i]
+		}
+	}
+	if c == nil {
+		t.Fatalf("no c-original row: %+v", rep.Rows)
+	}
+	if c.Aborted || len(c.Errors) > 0 || c.AddFailures != 0 || c.RemoveFailures != 0 {
+		t.Errorf("c-original: aborted=%v errors=%v failures %d/%d", c.Aborted, c.Errors, c.AddFailures, c.RemoveFailures)
+	}
+	if c.FalseNegatives != 0 || c.FPR > defaultMaxFPR {
+		t.Errorf("c-original: %d false negatives, FPR %.4f", c.FalseNegatives, c.FPR)
+	}
+	// One filter of 1,000,000 at error 0.01 * 0.5: the original's sizing,
+	// k functions of cpf 4-bit counters, plus 16 + 24 bytes of headers.
+	p := 0.005
+	k := math.Ceil(math.Log(1/p) / math.Log(2))
+	cpf := math.Ceil(1e6 * math.Abs(math.Log(p)) / (k * math.Ln2 * math.Ln2))
+	if want := 24 + 16 + (int64(k*cpf)+1)/2; c.Filters != 1 || c.Bytes != want {
+		t.Errorf("c-original: %d filters, %d bytes; want 1, %d", c.Filters, c.Bytes, want)
+	} else if c.Bytes != 5513920 {
+		t.Errorf("formula gives %d bytes, measured before as 5,513,920", c.Bytes)
+	}
+	for _, v := range []*float64{c.AddNs, c.ContainsPresentNs, c.ContainsAbsentNs, c.RemoveNs} {
+		if v == nil {
+			t.Errorf("c-original: a phase was not timed: %+v", c)
+		}
+	}
+	checkTimings(t, "c-original", *c)
+
+	var out bytes.Buffer
+	if err := writeTables(&out, rep, []spec{specByID(t, "ours-original"), cOriginalSpec}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Ratio ours / c-original") || !strings.Contains(out.String(), "Thread CPU time") {
+		t.Errorf("table lacks the ratio or CPU table:\n%s", out.String())
 	}
 }

@@ -82,6 +82,7 @@ func (s *oursSystem) add(key []byte, id uint64) error    { return s.f.Add(key, i
 func (s *oursSystem) remove(key []byte, id uint64) error { return s.f.Remove(key, id) }
 func (s *oursSystem) contains(key []byte) bool           { return s.f.Contains(key) }
 func (s *oursSystem) bytes() int64                       { return s.f.Stats().FileSize }
+func (s *oursSystem) filters() int                       { return len(s.f.Stats().Filters) }
 
 func (s *oursSystem) close() error {
 	err := s.f.Flush()

@@ -27,6 +27,21 @@ type remover interface {
 	remove(key []byte, id uint64) error
 }
 
+// filterCounter is implemented by systems that can say how many
+// sub-filters they hold (the bytes/key of a chain depends on it).
+type filterCounter interface {
+	filters() int
+}
+
+// repRunner runs whole repetitions of a system outside this process's Go
+// code (the C original runs in a subprocess, timed there, see
+// coriginal.go): runRep does one fresh instance through every phase with
+// the same keys, ids and order as runOne and returns its sample.
+type repRunner interface {
+	runRep(cfg buildConfig) sample
+	close() error
+}
+
 // errRemoveMiss is returned by peers whose delete reports "not found".
 var errRemoveMiss = errors.New("remove: key not found")
 
@@ -35,9 +50,10 @@ var errAddFull = errors.New("add: filter full")
 
 // buildConfig is what a spec needs to build a fresh instance.
 type buildConfig struct {
-	n   int    // number of keys that will be added
-	dir string // directory for file-backed systems
-	rep int    // repetition number, to make file names unique
+	n       int    // number of keys that will be added
+	removes int    // number of keys removed (the first ones in add order)
+	dir     string // directory for file-backed systems
+	rep     int    // repetition number, to make file names unique
 	// sbfHint is the initial capacity passed to BoomFilters' ScalableBloomFilter.
 	sbfHint int
 	// layout is the counter layout of this project's rows ("" = default).
@@ -58,6 +74,14 @@ type spec struct {
 	concurrentRead bool
 	// canRemove: the instances implement remover.
 	canRemove bool
+
+	// newRunner, if set, replaces new: the system runs whole repetitions
+	// through the returned repRunner (built once per run). An error means
+	// the system cannot run here (say, no C compiler): it is skipped with
+	// the error as the message. progress reports steps on stderr.
+	newRunner func(o options, ks *keySet, progress func(string, ...any)) (repRunner, error)
+	// singleOnly: the system has no row in the parallel table.
+	singleOnly bool
 }
 
 // allSpecs lists every system in table order.
@@ -73,6 +97,7 @@ func allSpecs() []spec {
 		blobloomSyncSpec,
 		blobloomBigSpec,
 		cuckooSpec,
+		cOriginalSpec,
 	}
 }
 

@@ -22,8 +22,12 @@ func writeTables(w io.Writer, rep report, specs []spec) error {
 	}
 	fmt.Fprintln(w)
 	c := rep.Config
-	fmt.Fprintf(w, "keys: %d present (key-%%012d), %d absent (absent-%%012d), queries shuffled (seed %d); target error %g; median of %d rep(s)\n",
+	fmt.Fprintf(w, "keys: %d present (key-%%012d), %d absent (absent-%%012d), queries shuffled (seed %d); target error %g; median of %d rep(s), interleaved run by run\n",
 		c.N, c.Queries, c.Seed, c.TargetFPR, c.Reps)
+	if c.PresentQueries != c.N || c.Removes != c.N {
+		fmt.Fprintf(w, "phases: %d adds, %d present lookups (a shuffled sample), %d absent lookups, %d removes (the first keys in add order)\n",
+			c.N, c.PresentQueries, c.Queries, c.Removes)
+	}
 
 	var counts []int
 	for _, r := range rep.Rows {
@@ -45,9 +49,30 @@ func writeTables(w io.Writer, rep report, specs []spec) error {
 			}
 		}
 		writeGrid(w, tableHeader, cells)
+
+		fmt.Fprintln(w)
+		if g == 1 {
+			fmt.Fprintln(w, "Thread CPU time, ns/op (CLOCK_THREAD_CPUTIME_ID of the thread running the loop)")
+		} else {
+			fmt.Fprintf(w, "Thread CPU time, ns/op (summed over the %d goroutines' threads / total ops)\n", g)
+		}
+		cells = nil
+		for _, r := range rep.Rows {
+			if r.Goroutines == g {
+				cells = append(cells, cpuCells(r))
+			}
+		}
+		writeGrid(w, cpuHeader, cells)
+
+		if g == 1 {
+			writeRatios(w, rep.Rows)
+		}
 	}
 
 	var notes []string
+	for _, s := range rep.Skipped {
+		notes = append(notes, "  "+s)
+	}
 	for _, r := range rep.Rows {
 		var parts []string
 		if r.AddFailures > 0 {
@@ -80,8 +105,67 @@ func writeTables(w io.Writer, rep report, specs []spec) error {
 		fmt.Fprintf(w, "  %-14s %s\n", sp.id, sp.desc)
 	}
 	fmt.Fprintln(w, "FPR: hits among the absent keys; false neg: misses among the present keys (worst rep);")
-	fmt.Fprintln(w, "bytes/key: file size (ours) or the structure's bit/counter/slot array (peers) / n; — = no remove.")
+	fmt.Fprintln(w, "bytes/key: file size (ours, c-original) or the structure's bit/counter/slot array (peers) / n; — = no remove.")
 	return nil
+}
+
+var cpuHeader = []string{"system", "add", "contains present", "contains absent", "remove", "filters"}
+
+func cpuCells(r row) []string {
+	cells := rowCells(r)
+	ns := func(v *float64, wall string) string {
+		if v == nil {
+			if wall == "—" || wall == "error" {
+				return wall
+			}
+			return "n/a"
+		}
+		return fmt.Sprintf("%.1f", *v)
+	}
+	filters := ""
+	if r.Filters > 0 {
+		filters = fmt.Sprint(r.Filters)
+	}
+	return []string{cells[0], ns(r.AddCPU, cells[1]), ns(r.ContainsPresentCPU, cells[2]),
+		ns(r.ContainsAbsentCPU, cells[3]), ns(r.RemoveCPU, cells[4]), filters}
+}
+
+// writeRatios prints, when c-original ran, each of this project's rows
+// divided by it, op by op, for wall and thread CPU time (medians; below
+// 1.00 this project is faster).
+func writeRatios(w io.Writer, rows []row) {
+	var c *row
+	for i := range rows {
+		if rows[i].System == cOriginalSpec.id && rows[i].Goroutines == 1 {
+			c = &rows[i]
+		}
+	}
+	if c == nil || c.Aborted {
+		return
+	}
+	ratio := func(ours, theirs *float64) string {
+		if ours == nil || theirs == nil || *theirs <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", *ours / *theirs)
+	}
+	var cells [][]string
+	for _, r := range rows {
+		if r.Goroutines != 1 || !strings.HasPrefix(r.System, "ours-") || r.Aborted {
+			continue
+		}
+		cells = append(cells,
+			[]string{r.System, "wall", ratio(r.AddNs, c.AddNs), ratio(r.ContainsPresentNs, c.ContainsPresentNs),
+				ratio(r.ContainsAbsentNs, c.ContainsAbsentNs), ratio(r.RemoveNs, c.RemoveNs)},
+			[]string{r.System, "cpu", ratio(r.AddCPU, c.AddCPU), ratio(r.ContainsPresentCPU, c.ContainsPresentCPU),
+				ratio(r.ContainsAbsentCPU, c.ContainsAbsentCPU), ratio(r.RemoveCPU, c.RemoveCPU)})
+	}
+	if len(cells) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Ratio ours / c-original per op (medians; < 1.00 = ours faster; ours-original is the like-for-like row)")
+	writeGrid(w, []string{"system", "clock", "add", "contains present", "contains absent", "remove"}, cells)
 }
 
 func rowCells(r row) []string {
