@@ -4,28 +4,30 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 	"github.com/dablooms/dablooms/scaling"
 )
 
 // The kill test runs writer processes (this test binary again, running
-// TestKillChild) on one file and SIGKILLs them at random moments. Each
-// goroutine of a writer logs its operations to a shared mapping of a log
-// file: the operation before it starts, and the count of completed ones after
-// each returns. Stores to a MAP_SHARED mapping are in the page cache as soon
-// as they are made, so the log survives the kill, and logging costs no
-// system call (the kill lands inside operations, not inside log writes).
+// TestKillChild; see internal/childproc) on one file and SIGKILLs them at
+// random moments. Each goroutine of a writer logs its operations to a shared
+// mapping of a log file: the operation before it starts, and the count of
+// completed ones after each returns. Stores to a MAP_SHARED mapping are in
+// the page cache as soon as they are made, so the log survives the kill, and
+// logging costs no system call (the kill lands inside operations, not inside
+// log writes).
+
+// killWriters are TestKillChild's processes; their environment variables
+// start with DABLOOMS_KILL_.
+var killWriters = childproc.Family{Test: "TestKillChild", Prefix: "DABLOOMS_KILL_"}
 
 const (
 	killGoroutines = 2
@@ -43,32 +45,28 @@ func killKey(proc, g, n int) []byte { return []byte(fmt.Sprintf("p%d-g%d-%d", pr
 
 // TestKillChild is the writer process of TestKillWritersThenRepair.
 func TestKillChild(t *testing.T) {
-	path := os.Getenv("DABLOOMS_KILL_CHILD")
-	if path == "" {
+	role := killWriters.Role()
+	if role == "" {
 		t.Skip("writer process of TestKillWritersThenRepair")
 	}
-	proc, _ := strconv.Atoi(os.Getenv("DABLOOMS_KILL_PROC"))
-	lf, err := os.OpenFile(os.Getenv("DABLOOMS_KILL_LOG"), os.O_RDWR, 0)
+	childproc.ExitWithParent(role)
+	proc := killWriters.EnvInt("PROC")
+	lg, err := childproc.MapShm(killWriters.Env("LOG"), killLogWords(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := syscall.Mmap(int(lf.Fd()), 0, killLogWords()*8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	f, err := scaling.Open(killWriters.Env("PATH"), &scaling.OpenOptions{AllowUnclean: true, BootID: testBoot})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), killLogWords())
-	f, err := scaling.Open(path, &scaling.OpenOptions{AllowUnclean: true, BootID: testBoot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	atomic.StoreUint64(&log[0], 1)
+	lg.Store(0, 1)
 	deadline := time.Now().Add(20 * time.Second) // the parent kills us long before
 	var wg sync.WaitGroup
 	for g := range killGoroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			area := log[1+g*(1+killMaxOps):]
+			area := 1 + g*(1+killMaxOps)
 			rng := rand.New(rand.NewSource(int64(proc*100 + g)))
 			var present []int
 			next := 0
@@ -79,7 +77,7 @@ func TestKillChild(t *testing.T) {
 				if len(present) > 0 && rng.Intn(10) < 4 {
 					j := rng.Intn(len(present))
 					n := present[j]
-					atomic.StoreUint64(&area[1+i], 2<<32|uint64(n))
+					lg.Store(area+1+i, 2<<32|uint64(n))
 					if err := f.Remove(killKey(proc, g, n), uint64(n)); err != nil {
 						panic(err)
 					}
@@ -88,13 +86,13 @@ func TestKillChild(t *testing.T) {
 				} else {
 					n := next
 					next++
-					atomic.StoreUint64(&area[1+i], 1<<32|uint64(n))
+					lg.Store(area+1+i, 1<<32|uint64(n))
 					if err := f.Add(killKey(proc, g, n), uint64(n)); err != nil {
 						panic(err)
 					}
 					present = append(present, n)
 				}
-				atomic.StoreUint64(&area[0], uint64(i+1))
+				lg.Store(area, uint64(i+1))
 			}
 		}()
 	}
@@ -110,12 +108,8 @@ type killOp struct {
 
 // readKillLog returns the operations each goroutine of a writer completed,
 // and the one it had started when it was killed, if any.
-func readKillLog(t *testing.T, path string, proc int) (done []killOp, pending []killOp) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := func(i int) uint64 { return le.Uint64(b[8*i:]) }
+func readKillLog(lg *childproc.Shm, proc int) (done []killOp, pending []killOp) {
+	w := lg.Load
 	for g := range killGoroutines {
 		base := 1 + g*(1+killMaxOps)
 		n := int(w(base))
@@ -181,57 +175,38 @@ func TestKillWritersThenRepair(t *testing.T) {
 		if err := os.WriteFile(path, killTemplate(t, lay), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var cmds []*exec.Cmd
-		var logs []string
+		var procs []*childproc.Proc
+		var logs []*childproc.Shm
 		for p := range 2 {
-			lp := filepath.Join(dir, fmt.Sprintf("log%d", p))
-			if err := os.WriteFile(lp, make([]byte, killLogWords()*8), 0o644); err != nil {
+			lg, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("log%d", p)), killLogWords(), true)
+			if err != nil {
 				t.Fatal(err)
 			}
-			logs = append(logs, lp)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "DABLOOMS_KILL_CHILD="+path, "DABLOOMS_KILL_LOG="+lp, fmt.Sprintf("DABLOOMS_KILL_PROC=%d", p))
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
+			logs = append(logs, lg)
+			procs = append(procs, killWriters.Start(t, fmt.Sprintf("trial %d writer %d", trial, p), "writer",
+				childproc.KV("PATH", path), childproc.KV("LOG", lg.Name()), childproc.KV("PROC", p)))
 		}
 		// Wait until both writers have opened the file.
-		for _, lp := range logs {
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				b := make([]byte, 8)
-				if f, err := os.Open(lp); err == nil {
-					f.ReadAt(b, 0)
-					f.Close()
-				}
-				if le.Uint64(b) == 1 {
-					break
-				}
-				if time.Now().After(deadline) {
-					for _, c := range cmds {
-						c.Process.Kill()
-						c.Wait()
-					}
-					t.Fatalf("trial %d: a writer did not start", trial)
-				}
-				time.Sleep(time.Millisecond)
-			}
+		for p, lg := range logs {
+			childproc.Await(t, procs[p], func() bool { return lg.Load(0) == 1 })
 		}
 		order := rng.Perm(2)
 		time.Sleep(time.Duration(2+rng.Intn(25)) * time.Millisecond)
-		cmds[order[0]].Process.Signal(syscall.SIGKILL)
+		procs[order[0]].Cmd.Process.Signal(syscall.SIGKILL)
 		time.Sleep(time.Duration(rng.Intn(8000)) * time.Microsecond)
-		cmds[order[1]].Process.Signal(syscall.SIGKILL)
-		for _, c := range cmds {
-			c.Wait()
+		procs[order[1]].Cmd.Process.Signal(syscall.SIGKILL)
+		for _, p := range procs {
+			<-p.Done
+			if p.Out.Len() > 0 {
+				t.Logf("trial %d: %s wrote:\n%s", trial, p.Name, p.Out)
+			}
 		}
 
 		var done, pending []killOp
-		for p, lp := range logs {
-			d, pe := readKillLog(t, lp, p)
+		for p, lg := range logs {
+			d, pe := readKillLog(lg, p)
 			done, pending = append(done, d...), append(pending, pe...)
+			lg.Close()
 		}
 		ops += len(done)
 		pendingTotal += len(pending)
