@@ -420,7 +420,6 @@ func saturated(w uint64) int {
 }
 
 func (a *analysis) readSlots(live func(int64) bool) {
-	n := len(a.filters)
 	for s := range header.NumSlots {
 		si := &a.slots[s]
 		base := header.SlotOffset(s)
@@ -432,74 +431,7 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			a.anyLive = true
 		}
 		for r := range header.RecordsPerSlot {
-			ri := &si.recs[r]
-			off := header.RecordOffset(s, r)
-			ri.op = a.word(off + header.RecOpOff)
-			ri.hash = a.word(off + header.RecHashOff)
-			ri.changed = a.word(off + header.RecChangedOff)
-			ri.doubt = a.word(off + header.RecDoubtOff)
-			ri.word = a.word(off + header.RecWordOff)
-			ri.newVal = a.word(off + header.RecNewOff)
-			ri.extra = firstNonZero(a.head[off+header.RecNewOff+8:off+header.LineSize]) >= 0
-			si.completed += ri.count()
-			if !ri.inFlight() {
-				stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle() || ri.extra
-				masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0
-				ri.bad = stray || masks
-				switch {
-				case stray:
-					a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
-						"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
-				case masks:
-					// finish makes the op word idle (the operation complete
-					// and counted) before it clears the masks: a writer that
-					// stopped in between leaves them (and the evidence of its
-					// last compare-and-swap), and they mean nothing.
-					a.note(Clean, -1, s, off, "record", nil,
-						"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
-				}
-				continue
-			}
-			si.inFlight++
-			a.anyInFlight = true
-			f := ri.filter()
-			var why string
-			switch {
-			case header.OpWord(ri.op).Op() == 3:
-				why = "operation type 3"
-			case ri.op&0xfc != 0:
-				why = "reserved bits of the op word are set"
-			case f >= n:
-				why = fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
-			case ri.extra:
-				why = "reserved words are not zero"
-			default:
-				k := a.filters[f].desc.K
-				kmask := uint64(math.MaxUint64)
-				if k < 64 {
-					kmask = 1<<k - 1
-				}
-				switch {
-				case ri.changed&^kmask != 0 || ri.doubt&^kmask != 0:
-					why = fmt.Sprintf("changed %#x or doubt %#x names positions beyond k = %d", ri.changed, ri.doubt, k)
-				case ri.doubt&ri.changed != 0 && ri.doubt&ri.changed != ri.doubt:
-					why = fmt.Sprintf("doubt %#x is neither inside nor outside changed %#x", ri.doubt, ri.changed)
-				}
-			}
-			if why != "" {
-				ri.bad = true
-				si.garbage = true
-				st := Damaged
-				if !si.live && a.hotOK && a.trustedPhase() {
-					st = Corrupt // cannot be rolled back: see classify
-				}
-				a.note(st, -1, s, off, "record", header.ErrCorrupt, "in-flight record %d cannot be right (%s)", r, why)
-				continue
-			}
-			ri.valid = true
-			if !si.live {
-				a.filters[f].recs = append(a.filters[f].recs, recRef{s, r})
-			}
+			a.readRecord(s, r)
 		}
 		a.mem += si.completed
 		if !si.live && si.owner != 0 && si.inFlight == 0 {
@@ -507,6 +439,92 @@ func (a *analysis) readSlots(live func(int64) bool) {
 				"slot of a writer (pid %d) that ended without closing, between operations; Repair frees it", si.pid)
 		}
 	}
+}
+
+// readRecord reads record r of slot s and checks it: an idle record for
+// stray bits, one in flight for fields that cannot be right. A valid record
+// of a dead slot is listed with the filter it targets.
+func (a *analysis) readRecord(s, r int) {
+	si := &a.slots[s]
+	ri := &si.recs[r]
+	off := header.RecordOffset(s, r)
+	ri.op = a.word(off + header.RecOpOff)
+	ri.hash = a.word(off + header.RecHashOff)
+	ri.changed = a.word(off + header.RecChangedOff)
+	ri.doubt = a.word(off + header.RecDoubtOff)
+	ri.word = a.word(off + header.RecWordOff)
+	ri.newVal = a.word(off + header.RecNewOff)
+	ri.extra = firstNonZero(a.head[off+header.RecNewOff+8:off+header.LineSize]) >= 0
+	si.completed += ri.count()
+	if !ri.inFlight() {
+		a.checkIdle(s, r, ri, off)
+		return
+	}
+	si.inFlight++
+	a.anyInFlight = true
+	if why := a.recordFault(ri); why != "" {
+		ri.bad = true
+		si.garbage = true
+		st := Damaged
+		if !si.live && a.hotOK && a.trustedPhase() {
+			st = Corrupt // cannot be rolled back: see classify
+		}
+		a.note(st, -1, s, off, "record", header.ErrCorrupt, "in-flight record %d cannot be right (%s)", r, why)
+		return
+	}
+	ri.valid = true
+	if !si.live {
+		f := ri.filter()
+		a.filters[f].recs = append(a.filters[f].recs, recRef{s, r})
+	}
+}
+
+// checkIdle notes an idle record (r of slot s, at off) that holds stray
+// bits or the masks of a completed operation.
+func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
+	stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle() || ri.extra
+	masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0
+	ri.bad = stray || masks
+	switch {
+	case stray:
+		a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
+			"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
+	case masks:
+		// A writer that stopped between making the op word idle and
+		// clearing the masks leaves them (docs/FORMAT.md, In-flight
+		// record): they mean nothing.
+		a.note(Clean, -1, s, off, "record", nil,
+			"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
+	}
+}
+
+// recordFault says why the fields of an in-flight record cannot be right,
+// or "" if they can.
+func (a *analysis) recordFault(ri *recInfo) string {
+	n := len(a.filters)
+	f := ri.filter()
+	switch {
+	case header.OpWord(ri.op).Op() == 3:
+		return "operation type 3"
+	case ri.op&0xfc != 0:
+		return "reserved bits of the op word are set"
+	case f >= n:
+		return fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
+	case ri.extra:
+		return "reserved words are not zero"
+	}
+	k := a.filters[f].desc.K
+	kmask := uint64(math.MaxUint64)
+	if k < 64 {
+		kmask = 1<<k - 1
+	}
+	switch {
+	case ri.changed&^kmask != 0 || ri.doubt&^kmask != 0:
+		return fmt.Sprintf("changed %#x or doubt %#x names positions beyond k = %d", ri.changed, ri.doubt, k)
+	case ri.doubt&ri.changed != 0 && ri.doubt&ri.changed != ri.doubt:
+		return fmt.Sprintf("doubt %#x is neither inside nor outside changed %#x", ri.doubt, ri.changed)
+	}
+	return ""
 }
 
 // trustedPhase reports whether the counters of the dirty filters hold every
