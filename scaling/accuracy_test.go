@@ -21,14 +21,14 @@ func TestAccuracy(t *testing.T) {
 	keys, absent := 1_000_000, 1_000_000
 	if testing.Short() {
 		keys, absent = 200_000, 200_000
-		if t2Race() {
+		if raceEnabled() {
 			// The cases run one goroutine each: the race detector has
 			// little to see here and slows them tenfold.
 			keys, absent = 50_000, 50_000
 		}
 	}
 	type row struct {
-		mode     t2Mode
+		mode     storeMode
 		target   float64
 		growth   float64
 		filters  int
@@ -46,21 +46,21 @@ func TestAccuracy(t *testing.T) {
 		errorRate, growth float64
 	}{{0.01, 2}, {0.05, 2}, {0.01, 1}} {
 		t.Run(fmt.Sprintf("error=%v/growth=%v", c.errorRate, c.growth), func(t *testing.T) {
-			for _, mode := range []t2Mode{t2File, t2Mem} {
+			for _, mode := range []storeMode{inFile, inMemory} {
 				t.Run(string(mode), func(t *testing.T) {
 					t.Parallel()
 					start := time.Now()
-					f, _ := t2New(t, mode, &Options{Capacity: capacity, ErrorRate: c.errorRate, GrowthFactor: c.growth, Seed: 0xacc})
+					f, _ := newStore(t, mode, &Options{Capacity: capacity, ErrorRate: c.errorRate, GrowthFactor: c.growth, Seed: 0xacc})
 					buf := make([]byte, 0, 32)
 					for i := range keys {
-						buf = t2Key(buf, "key-", i)
+						buf = makeKey(buf, "key-", i)
 						if err := f.Add(buf, uint64(i)); err != nil {
 							t.Fatalf("add %d: %v", i, err)
 						}
 					}
 					fn := 0
 					for i := range keys {
-						buf = t2Key(buf, "key-", i)
+						buf = makeKey(buf, "key-", i)
 						if !f.Contains(buf) {
 							if fn++; fn <= 5 {
 								t.Errorf("false negative: %s", buf)
@@ -72,7 +72,7 @@ func TestAccuracy(t *testing.T) {
 					}
 					fp := 0
 					for i := range absent {
-						buf = t2Key(buf, "absent-", i)
+						buf = makeKey(buf, "absent-", i)
 						if f.Contains(buf) {
 							fp++
 						}
@@ -124,16 +124,16 @@ func TestAccuracyHighK(t *testing.T) {
 	absent := 2_000_000
 	if testing.Short() {
 		absent = 500_000
-		if t2Race() {
+		if raceEnabled() {
 			absent = 200_000
 		}
 	}
 	for _, e := range []float64{1e-3, 1e-4, 1e-6} {
 		t.Run(fmt.Sprint(e), func(t *testing.T) {
-			f, _ := t2New(t, t2Mem, &Options{Capacity: capacity, ErrorRate: e, Seed: 0x41})
+			f, _ := newStore(t, inMemory, &Options{Capacity: capacity, ErrorRate: e, Seed: 0x41})
 			buf := make([]byte, 0, 32)
 			for i := range capacity {
-				buf = t2Key(buf, "key-", i)
+				buf = makeKey(buf, "key-", i)
 				if err := f.Add(buf, uint64(i)); err != nil {
 					t.Fatal(err)
 				}
@@ -147,7 +147,7 @@ func TestAccuracyHighK(t *testing.T) {
 			}
 			fp := 0
 			for i := range absent {
-				buf = t2Key(buf, "absent-", i)
+				buf = makeKey(buf, "absent-", i)
 				if f.Contains(buf) {
 					fp++
 				}
@@ -181,7 +181,7 @@ func TestAccuracyHighK(t *testing.T) {
 // 2e-7 target, 2× ErrorRate). No key may have half its positions or fewer
 // distinct.
 func TestAccuracyClassicPositions(t *testing.T) {
-	f, _ := t2New(t, t2Mem, &Options{Capacity: 2000, ErrorRate: 1e-6, Layout: counting4.Classic, Seed: 5})
+	f, _ := newStore(t, inMemory, &Options{Capacity: 2000, ErrorRate: 1e-6, Layout: counting4.Classic, Seed: 5})
 	m := f.chain.Load().f[0]
 	k := m.desc.K
 	n := 400_000
@@ -192,7 +192,7 @@ func TestAccuracyClassicPositions(t *testing.T) {
 	var buf []byte
 	var pos [counting4.MaxK]uint64
 	for i := range n {
-		buf = t2Key(buf, "absent-", i)
+		buf = makeKey(buf, "absent-", i)
 		m.cf.Positions(m.keyHash(f.hash(f.chain.Load(), buf)), pos[:k])
 		distinct := map[uint64]bool{}
 		for _, p := range pos[:k] {

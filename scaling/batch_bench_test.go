@@ -12,10 +12,10 @@ import (
 // the caller's data, not the filter's — and is what BenchmarkLoadFloor
 // compares with.
 func BenchmarkContainsBatch(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		for _, order := range []string{"shuffled", "inorder"} {
 			b.Run(c.name+"/"+order, func(b *testing.B) {
-				f, keys := t2GetBuilt(b, c)
+				f, keys := getBuilt(b, c)
 				benchBatch(b, f, keys, c.size, order == "shuffled")
 			})
 		}
@@ -24,7 +24,7 @@ func BenchmarkContainsBatch(b *testing.B) {
 
 // benchBatch looks keys [0, n) up in batches of 256, in memory order or
 // shuffled, and fails on a false negative.
-func benchBatch(b *testing.B, f *Filter, keys *t2BenchKeys, n int, shuffled bool) {
+func benchBatch(b *testing.B, f *Filter, keys *benchKeys, n int, shuffled bool) {
 	const group = 256
 	batch := make([][]byte, group)
 	out := make([]bool, group)
@@ -60,9 +60,9 @@ func BenchmarkHashKey(b *testing.B) {
 // BenchmarkContainsParallel runs Contains of present keys from GOMAXPROCS
 // goroutines (go test -cpu 1,2 compares one goroutine with two).
 func BenchmarkContainsParallel(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
-			f, keys := t2GetBuilt(b, c)
+			f, keys := getBuilt(b, c)
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {

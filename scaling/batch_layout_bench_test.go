@@ -11,14 +11,14 @@ import (
 // Blocked512, and for a Blocked1024 filter of 10k keys (200 KB: it stays in
 // the cache), whose ns/op is the lookup's work without its misses.
 func BenchmarkContainsBatchLayout(b *testing.B) {
-	for _, c := range []t2BenchCase{
-		{t2File, 1_000_000, "blocked512/1M", counting4.Blocked512},
-		{t2File, 10_000_000, "blocked512/10M", counting4.Blocked512},
-		{t2File, 10_000, "blocked1024/10k", counting4.Blocked1024},
+	for _, c := range []benchCase{
+		{inFile, 1_000_000, "blocked512/1M", counting4.Blocked512},
+		{inFile, 10_000_000, "blocked512/10M", counting4.Blocked512},
+		{inFile, 10_000, "blocked1024/10k", counting4.Blocked1024},
 	} {
 		for _, order := range []string{"shuffled", "inorder"} {
 			b.Run(c.name+"/"+order, func(b *testing.B) {
-				f, keys := t2GetBuilt(b, c)
+				f, keys := getBuilt(b, c)
 				benchBatch(b, f, keys, c.size, order == "shuffled")
 			})
 		}

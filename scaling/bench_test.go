@@ -27,48 +27,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const t2BenchKeyLen = 16 // len("key-000000000000")
+const benchKeyLen = 16 // len("key-000000000000")
 
-type t2BenchCase struct {
-	mode   t2Mode
+type benchCase struct {
+	mode   storeMode
 	size   int
 	name   string
 	layout counting4.Layout
 }
 
-var t2BenchCases = []t2BenchCase{
-	{t2File, 1_000_000, "file/1M", counting4.Blocked1024},
-	{t2File, 10_000_000, "file/10M", counting4.Blocked1024},
-	{t2Mem, 1_000_000, "memory/1M", counting4.Blocked1024},
+var benchCases = []benchCase{
+	{inFile, 1_000_000, "file/1M", counting4.Blocked1024},
+	{inFile, 10_000_000, "file/10M", counting4.Blocked1024},
+	{inMemory, 1_000_000, "memory/1M", counting4.Blocked1024},
 }
 
-// t2BenchKeys holds 2n keys back to back (no per-key allocation) and a
+// benchKeys holds 2n keys back to back (no per-key allocation) and a
 // shuffled order of [0, n).
-type t2BenchKeys struct {
+type benchKeys struct {
 	buf  []byte
 	perm []int32
 }
 
-func (k *t2BenchKeys) key(i int) []byte {
-	return k.buf[i*t2BenchKeyLen : (i+1)*t2BenchKeyLen : (i+1)*t2BenchKeyLen]
+func (k *benchKeys) key(i int) []byte {
+	return k.buf[i*benchKeyLen : (i+1)*benchKeyLen : (i+1)*benchKeyLen]
 }
 
 var (
-	t2KeysMu    sync.Mutex
-	t2KeysCache = map[int]*t2BenchKeys{}
+	keysMu    sync.Mutex
+	keysCache = map[int]*benchKeys{}
 )
 
-func t2GetKeys(n int) *t2BenchKeys {
-	t2KeysMu.Lock()
-	defer t2KeysMu.Unlock()
-	if k, ok := t2KeysCache[n]; ok {
+func getKeys(n int) *benchKeys {
+	keysMu.Lock()
+	defer keysMu.Unlock()
+	if k, ok := keysCache[n]; ok {
 		return k
 	}
-	k := &t2BenchKeys{buf: make([]byte, 0, 2*n*t2BenchKeyLen), perm: make([]int32, n)}
+	k := &benchKeys{buf: make([]byte, 0, 2*n*benchKeyLen), perm: make([]int32, n)}
 	for i := range 2 * n {
-		k.buf = t2AppendKey(k.buf, "key-", i)
+		k.buf = appendKey(k.buf, "key-", i)
 	}
-	if len(k.buf) != 2*n*t2BenchKeyLen {
+	if len(k.buf) != 2*n*benchKeyLen {
 		panic("bench keys are not 16 bytes each")
 	}
 	rng := rand.New(rand.NewPCG(uint64(n), 7))
@@ -76,11 +76,11 @@ func t2GetKeys(n int) *t2BenchKeys {
 		k.perm[i] = int32(i)
 	}
 	rng.Shuffle(n, func(i, j int) { k.perm[i], k.perm[j] = k.perm[j], k.perm[i] })
-	t2KeysCache[n] = k
+	keysCache[n] = k
 	return k
 }
 
-type t2Built struct {
+type builtFilter struct {
 	once  sync.Once
 	f     *Filter
 	err   error
@@ -89,32 +89,32 @@ type t2Built struct {
 }
 
 var (
-	t2BuiltMu    sync.Mutex
-	t2BuiltCache = map[t2BenchCase]*t2Built{}
+	builtMu    sync.Mutex
+	builtCache = map[benchCase]*builtFilter{}
 )
 
-func t2BenchOptions(c t2BenchCase) *Options {
+func benchOptions(c benchCase) *Options {
 	return &Options{Capacity: uint64(c.size), ErrorRate: 0.01, Seed: 0xbe7c4, Layout: c.layout}
 }
 
-// t2GetBuilt returns the cached filter of case c holding keys [0, n).
-func t2GetBuilt(b *testing.B, c t2BenchCase) (*Filter, *t2BenchKeys) {
-	keys := t2GetKeys(c.size)
-	t2BuiltMu.Lock()
-	e, ok := t2BuiltCache[c]
+// getBuilt returns the cached filter of case c holding keys [0, n).
+func getBuilt(b *testing.B, c benchCase) (*Filter, *benchKeys) {
+	keys := getKeys(c.size)
+	builtMu.Lock()
+	e, ok := builtCache[c]
 	if !ok {
-		e = &t2Built{}
-		t2BuiltCache[c] = e
+		e = &builtFilter{}
+		builtCache[c] = e
 	}
-	t2BuiltMu.Unlock()
+	builtMu.Unlock()
 	e.once.Do(func() {
 		start := time.Now()
 		var f *Filter
 		var err error
-		if c.mode == t2File {
-			f, err = Create(filepath.Join(b.TempDir(), "bench.dbl"), t2BenchOptions(c))
+		if c.mode == inFile {
+			f, err = Create(filepath.Join(b.TempDir(), "bench.dbl"), benchOptions(c))
 		} else {
-			f, err = NewMemory(t2BenchOptions(c))
+			f, err = NewMemory(benchOptions(c))
 		}
 		if err != nil {
 			e.err = err
@@ -141,10 +141,10 @@ func t2GetBuilt(b *testing.B, c t2BenchCase) (*Filter, *t2BenchKeys) {
 // BenchmarkAdd adds keys with increasing ids to a fresh filter of capacity
 // n; past n adds the chain grows (as it would in use).
 func BenchmarkAdd(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
-			keys := t2GetKeys(c.size)
-			f, _ := t2New(b, c.mode, t2BenchOptions(c))
+			keys := getKeys(c.size)
+			f, _ := newStore(b, c.mode, benchOptions(c))
 			n := 2 * c.size
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -197,9 +197,9 @@ func BenchmarkRMWFloor(b *testing.B) {
 
 // BenchmarkContainsPresent asks for added keys in shuffled order.
 func BenchmarkContainsPresent(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
-			f, keys := t2GetBuilt(b, c)
+			f, keys := getBuilt(b, c)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -215,9 +215,9 @@ func BenchmarkContainsPresent(b *testing.B) {
 
 // BenchmarkContainsAbsent asks for keys never added, in shuffled order.
 func BenchmarkContainsAbsent(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
-			f, keys := t2GetBuilt(b, c)
+			f, keys := getBuilt(b, c)
 			fp := 0
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -236,9 +236,9 @@ func BenchmarkContainsAbsent(b *testing.B) {
 // been removed they are all added back with the timer stopped, and so are
 // the removed ones at the end, so the cached filter stays whole.
 func BenchmarkRemove(b *testing.B) {
-	for _, c := range t2BenchCases {
+	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
-			f, keys := t2GetBuilt(b, c)
+			f, keys := getBuilt(b, c)
 			restore := func(upto int) {
 				for j := range upto {
 					k := int(keys.perm[j])
@@ -273,10 +273,10 @@ func BenchmarkRemove(b *testing.B) {
 // with the timer stopped: k keys removed, and at the next iteration added
 // back).
 func BenchmarkFlush(b *testing.B) {
-	c := t2BenchCases[0]
+	c := benchCases[0]
 	for _, k := range []int{1, 100, 10_000} {
 		b.Run(fmt.Sprintf("%s/changes=%d", c.name, k), func(b *testing.B) {
-			f, keys := t2GetBuilt(b, c)
+			f, keys := getBuilt(b, c)
 			if err := f.Flush(); err != nil {
 				b.Fatal(err)
 			}
@@ -337,19 +337,19 @@ func BenchmarkOpen(b *testing.B) {
 	}
 	b.Logf("created %s: %d bytes (%.2f GiB) in %v", path, size, float64(size)/(1<<30), time.Since(start))
 	counters := func() int {
-		n, err := t2ResidentPages(path, header.DataOffset, size-header.DataOffset)
+		n, err := residentPages(path, header.DataOffset, size-header.DataOffset)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return n
 	}
 	// The kernel's read-around for a touch of the header page.
-	t2Evict(b, path)
-	t2TouchHeader(b, path)
+	evictPageCache(b, path)
+	touchHeader(b, path)
 	readAround := counters()
 	for _, ro := range []bool{false, true} {
 		b.Run(fmt.Sprintf("1GB/readonly=%v", ro), func(b *testing.B) {
-			t2Evict(b, path)
+			evictPageCache(b, path)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -371,8 +371,8 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-// t2Evict drops the file's (clean) pages from the page cache.
-func t2Evict(b *testing.B, path string) {
+// evictPageCache drops the file's (clean) pages from the page cache.
+func evictPageCache(b *testing.B, path string) {
 	fd, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -386,8 +386,8 @@ func t2Evict(b *testing.B, path string) {
 	}
 }
 
-// t2TouchHeader maps the file and reads one byte of the hot page.
-func t2TouchHeader(b *testing.B, path string) {
+// touchHeader maps the file and reads one byte of the hot page.
+func touchHeader(b *testing.B, path string) {
 	fd, err := os.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -398,15 +398,15 @@ func t2TouchHeader(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	defer unix.Munmap(m)
-	t2Sink += m[header.HotOffset]
+	evictSink += m[header.HotOffset]
 }
 
-var t2Sink byte
+var evictSink byte
 
-// t2ResidentPages counts the pages of [off, off+n) of the file that are in
+// residentPages counts the pages of [off, off+n) of the file that are in
 // the page cache (mincore on a fresh read-only mapping, which itself reads
 // nothing).
-func t2ResidentPages(path string, off, n int64) (int, error) {
+func residentPages(path string, off, n int64) (int, error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return 0, err

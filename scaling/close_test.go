@@ -67,7 +67,7 @@ func closeRace(t *testing.T, rounds int) uintptr {
 	const n = 20000
 	keys := make([][]byte, n)
 	for i := range keys {
-		keys[i] = t2Key(nil, "key-", i)
+		keys[i] = makeKey(nil, "key-", i)
 	}
 	var addr uintptr
 	for round := 0; round < rounds; round++ {

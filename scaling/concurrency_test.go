@@ -12,10 +12,10 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 )
 
-// t2Writer is one writer goroutine's published progress: keys [0, added) have
+// churnWriter is one writer goroutine's published progress: keys [0, added) have
 // been added (their Add returned), and the removal of keys [0, removing) has
 // begun or finished. Key i of writer w is "w<w>-<i>".
-type t2Writer struct {
+type churnWriter struct {
 	added    atomic.Int64
 	removing atomic.Int64
 	_        [48]byte
@@ -55,19 +55,19 @@ func TestConcurrentAddRemoveContains(t *testing.T) {
 		{"blocked512", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Layout: counting4.Blocked512, Seed: 0xc0c2}},
 		{"classic", Options{Capacity: 500, ErrorRate: 0.01, GrowthFactor: 32, Layout: counting4.Classic, Seed: 0xc0c1}},
 	} {
-		t.Run(c.name, func(t *testing.T) { t2Churn(t, &c.o) })
+		t.Run(c.name, func(t *testing.T) { runChurn(t, &c.o) })
 	}
 }
 
-func t2Churn(t *testing.T, o *Options) {
+func runChurn(t *testing.T, o *Options) {
 	const writers, readers = 4, 4
 	perWriter, lag := 6000, 700
 	if testing.Short() {
 		perWriter, lag = 2500, 600
 	}
-	f, _ := t2New(t, t2Mem, o)
+	f, _ := newStore(t, inMemory, o)
 	var (
-		ws      [writers]t2Writer
+		ws      [writers]churnWriter
 		nextID  atomic.Uint64
 		stop    atomic.Bool
 		checks  atomic.Int64
@@ -183,9 +183,9 @@ func t2Churn(t *testing.T, o *Options) {
 // negative (the original saw 61,529 and 376,114 in 2M checks).
 func TestConcurrentReadersOnly(t *testing.T) {
 	const keys = 20_000
-	f, _ := t2New(t, t2Mem, &Options{Capacity: 5000, ErrorRate: 0.01, Seed: 0xc1})
+	f, _ := newStore(t, inMemory, &Options{Capacity: 5000, ErrorRate: 0.01, Seed: 0xc1})
 	for i := range keys {
-		if err := f.Add(t2Key(nil, "key-", i), uint64(i)); err != nil {
+		if err := f.Add(makeKey(nil, "key-", i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -201,7 +201,7 @@ func TestConcurrentReadersOnly(t *testing.T) {
 			defer wg.Done()
 			var buf []byte
 			for c := range checksPer {
-				buf = t2Key(buf, "key-", (c*7919+g*13)%keys)
+				buf = makeKey(buf, "key-", (c*7919+g*13)%keys)
 				if !f.Contains(buf) {
 					fn.Add(1)
 				}

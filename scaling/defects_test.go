@@ -126,9 +126,9 @@ func TestDefectCapacityTooLargeForFile(t *testing.T) {
 
 	// A valid file whose parameters say capacity 2^37 and whose newest
 	// filter is full: the growth would need a 2^39-key filter.
-	_, good := t2SmallFile(t)
-	b := t2MutateMeta(good, 4|2, t2OffCapacity, binary.LittleEndian.AppendUint64(nil, 1<<37))
-	b = t2MutateMeta(b, 0, t2OffDirectory+t2EntrySize+t2EntCapacity, binary.LittleEndian.AppendUint64(nil, 1))
+	_, good := smallFile(t)
+	b := mutateMeta(good, 4|2, offCapacity, binary.LittleEndian.AppendUint64(nil, 1<<37))
+	b = mutateMeta(b, 0, offDirectory+entrySize+entCapacity, binary.LittleEndian.AppendUint64(nil, 1))
 	path := filepath.Join(t.TempDir(), "hostile.dbl")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestDefectCapacityTooLargeForFile(t *testing.T) {
 // Stats of a file whose item count word is huge (the hot words are input
 // too; Open only refuses negative counts) must return promptly.
 func TestDefectHostileItemCount(t *testing.T) {
-	_, good := t2SmallFile(t)
+	_, good := smallFile(t)
 	b := append([]byte(nil), good...)
 	binary.LittleEndian.PutUint64(b[header.FilterLineOffset(0)+header.FilterItemsOff:], 1<<62)
 	path := filepath.Join(t.TempDir(), "items.dbl")
@@ -178,7 +178,7 @@ func TestDefectHostileItemCount(t *testing.T) {
 // Zero means "the default" for Capacity and ErrorRate: the original died
 // (SIGFPE, SIGSEGV) on them.
 func TestDefectZeroMeansDefault(t *testing.T) {
-	f, _ := t2New(t, t2Mem, &Options{Capacity: 0, ErrorRate: 0})
+	f, _ := newStore(t, inMemory, &Options{Capacity: 0, ErrorRate: 0})
 	p := f.Params()
 	if p.Capacity != DefaultCapacity || p.ErrorRate != DefaultErrorRate || p.GrowthFactor != DefaultGrowthFactor || p.TighteningRatio != DefaultTighteningRatio {
 		t.Fatalf("params %+v, want the defaults", p)
@@ -196,7 +196,7 @@ func TestDefectZeroMeansDefault(t *testing.T) {
 // with ErrNotDablooms or ErrCorrupt (as a *CorruptionError) and left
 // byte-identical, read-write and read-only.
 func TestDefectOpenBadFiles(t *testing.T) {
-	_, good := t2SmallFile(t)
+	_, good := smallFile(t)
 	dir := t.TempDir()
 	type input struct {
 		name string
@@ -242,7 +242,7 @@ func TestDefectOpenBadFiles(t *testing.T) {
 				if err := os.WriteFile(path, in.b, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				before := t2Identify(t, path)
+				before := identify(t, path)
 				f, err := Open(path, &OpenOptions{ReadOnly: ro})
 				if err == nil {
 					f.Close()
@@ -255,7 +255,7 @@ func TestDefectOpenBadFiles(t *testing.T) {
 				if !(errors.Is(err, ErrNotDablooms) || errors.Is(err, ErrCorrupt)) || !errors.As(err, &ce) {
 					t.Fatalf("Open: %v (%T), want ErrNotDablooms or ErrCorrupt as a *CorruptionError", err, err)
 				}
-				if after := t2Identify(t, path); after != before {
+				if after := identify(t, path); after != before {
 					t.Fatalf("failed Open changed the file: size %d -> %d, sha256 %x -> %x", before.size, after.size, before.sum, after.sum)
 				}
 				// A second attempt fails the same way (the original's failed
@@ -278,19 +278,19 @@ func TestDefectOpenBadFiles(t *testing.T) {
 	f.Close()
 }
 
-// t2RemoveProbe removes keys and classifies the results; every ErrNotPresent
+// removeProbe removes keys and classifies the results; every ErrNotPresent
 // must leave every counter unchanged.
-func t2RemoveProbe(t *testing.T, f *Filter, keys []string, ids []uint64) (notPresent, removed int) {
+func removeProbe(t *testing.T, f *Filter, keys []string, ids []uint64) (notPresent, removed int) {
 	t.Helper()
 	for i, k := range keys {
-		before := t2Snapshot(f)
+		before := counterWords(f)
 		err := f.RemoveString(k, ids[i])
 		switch {
 		case err == nil:
 			removed++
 		case errors.Is(err, ErrNotPresent):
 			notPresent++
-			if !t2SameWords(before, t2Snapshot(f)) {
+			if !sameWords(before, counterWords(f)) {
 				t.Fatalf("Remove(%q, %d) returned ErrNotPresent but changed counters", k, ids[i])
 			}
 		default:
@@ -300,7 +300,7 @@ func t2RemoveProbe(t *testing.T, f *Filter, keys []string, ids []uint64) (notPre
 	return notPresent, removed
 }
 
-func t2CountAbsent(f *Filter, keys []string) (n int) {
+func countAbsent(f *Filter, keys []string) (n int) {
 	for _, k := range keys {
 		if !f.ContainsString(k) {
 			n++
@@ -315,18 +315,18 @@ func t2CountAbsent(f *Filter, keys []string) (n int) {
 // key are all non-zero: the only possible loss is when the removed key is
 // itself a false positive of that filter.
 func TestDefectRemoveWithOtherFiltersID(t *testing.T) {
-	for _, mode := range []t2Mode{t2Mem, t2File} {
+	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, _ := t2New(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 1})
+			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 1})
 			var a, b []string
 			for i := range 1000 { // fills filter 0 exactly
-				a = append(a, t2KeyS("a-", i))
+				a = append(a, keyString("a-", i))
 				if err := f.AddString(a[i], uint64(i)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i := range 999 { // filter 1, ids 1000..1998
-				b = append(b, t2KeyS("b-", i))
+				b = append(b, keyString("b-", i))
 				if err := f.AddString(b[i], uint64(1000+i)); err != nil {
 					t.Fatal(err)
 				}
@@ -340,9 +340,9 @@ func TestDefectRemoveWithOtherFiltersID(t *testing.T) {
 			for i := range ids {
 				ids[i] = uint64(1000 + i%999) // filter 1's range
 			}
-			notPresent, removed := t2RemoveProbe(t, f, a, ids)
-			lostB := t2CountAbsent(f, b)
-			lostA := t2CountAbsent(f, a)
+			notPresent, removed := removeProbe(t, f, a, ids)
+			lostB := countAbsent(f, b)
+			lostA := countAbsent(f, a)
 			t.Logf("removed %d filter-0 keys with filter-1 ids: %d ErrNotPresent, %d removed (false positives of filter 1); "+
 				"false negatives among the %d untouched filter-1 keys: %d (original: 910 of 999); filter-0 keys lost: %d",
 				len(a), notPresent, removed, len(b), lostB, lostA)
@@ -363,22 +363,22 @@ func TestDefectRemoveWithOtherFiltersID(t *testing.T) {
 // false negatives". Here a Remove of a key that is not there changes nothing
 // (ErrNotPresent); only the false positives among them can do harm.
 func TestDefectRemoveNeverAdded(t *testing.T) {
-	for _, mode := range []t2Mode{t2Mem, t2File} {
+	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, _ := t2New(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 2})
+			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 2})
 			var real, never []string
 			ids := make([]uint64, 1000)
 			for i := range 1000 {
-				real = append(real, t2KeyS("key-", i))
-				never = append(never, t2KeyS("never-", i))
+				real = append(real, keyString("key-", i))
+				never = append(never, keyString("never-", i))
 				ids[i] = uint64(i)
 				if err := f.AddString(real[i], uint64(i)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			fp := 1000 - t2CountAbsent(f, never)
-			notPresent, removed := t2RemoveProbe(t, f, never, ids)
-			lost := t2CountAbsent(f, real)
+			fp := 1000 - countAbsent(f, never)
+			notPresent, removed := removeProbe(t, f, never, ids)
+			lost := countAbsent(f, real)
 			t.Logf("removed 1000 never-added keys: %d ErrNotPresent, %d removed (%d were false positives before); "+
 				"false negatives among 1000 real keys: %d (original: 858)", notPresent, removed, fp, lost)
 			if removed > fp {
@@ -411,11 +411,11 @@ func TestDefectRemoveNeverAdded(t *testing.T) {
 // Original: add a key 16 times, remove it 15 times → reported absent (the
 // saturated counter was decremented). Here a saturated counter stays at 15.
 func TestDefectSaturatedCounter(t *testing.T) {
-	for _, mode := range []t2Mode{t2Mem, t2File} {
+	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, _ := t2New(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 3})
+			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 3})
 			for i := range 100 {
-				f.AddString(t2KeyS("other-", i), uint64(i))
+				f.AddString(keyString("other-", i), uint64(i))
 			}
 			for range 16 {
 				if err := f.AddString("hot", 500); err != nil {
@@ -430,9 +430,9 @@ func TestDefectSaturatedCounter(t *testing.T) {
 					t.Fatalf("key absent after 16 adds and %d removes", i+1)
 				}
 			}
-			if n := t2CountAbsent(f, func() (s []string) {
+			if n := countAbsent(f, func() (s []string) {
 				for i := range 100 {
-					s = append(s, t2KeyS("other-", i))
+					s = append(s, keyString("other-", i))
 				}
 				return s
 			}()); n != 0 {
@@ -445,18 +445,18 @@ func TestDefectSaturatedCounter(t *testing.T) {
 // Original: 10,000 adds with the same id into capacity 1000 never scaled
 // (FPR 0.996 instead of 0.05). Here growth follows the item count.
 func TestDefectSameIDScales(t *testing.T) {
-	for _, mode := range []t2Mode{t2Mem, t2File} {
+	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, _ := t2New(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 4})
+			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 4})
 			var buf []byte
 			for i := range 10_000 {
-				buf = t2Key(buf, "key-", i)
+				buf = makeKey(buf, "key-", i)
 				if err := f.Add(buf, 7); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i := range 10_000 {
-				buf = t2Key(buf, "key-", i)
+				buf = makeKey(buf, "key-", i)
 				if !f.Contains(buf) {
 					t.Fatalf("false negative: %s", buf)
 				}
@@ -464,7 +464,7 @@ func TestDefectSameIDScales(t *testing.T) {
 			fp := 0
 			const absent = 100_000
 			for i := range absent {
-				buf = t2Key(buf, "absent-", i)
+				buf = makeKey(buf, "absent-", i)
 				if f.Contains(buf) {
 					fp++
 				}
@@ -496,13 +496,13 @@ func TestDefectSameIDScales(t *testing.T) {
 // the chain grows.
 func TestDefectFullDisk(t *testing.T) {
 	fp := &mmapfile.Failpoints{}
-	f, path := t2New(t, t2File, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, Failpoints: fp})
+	f, path := newStore(t, inFile, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, Failpoints: fp})
 	for i := range 100 {
-		if err := f.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+		if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	size := t2Identify(t, path).size
+	size := identify(t, path).size
 	fp.Fallocate = func() error { return syscall.ENOSPC }
 	err := f.AddString("one-too-many", 100)
 	if !errors.Is(err, syscall.ENOSPC) {
@@ -511,11 +511,11 @@ func TestDefectFullDisk(t *testing.T) {
 	if n := len(f.Stats().Filters); n != 1 {
 		t.Fatalf("%d filters after the failed growth", n)
 	}
-	if got := t2Identify(t, path).size; got != size {
+	if got := identify(t, path).size; got != size {
 		t.Fatalf("file size %d -> %d after the failed growth", size, got)
 	}
 	for i := range 100 {
-		if !f.ContainsString(t2KeyS("key-", i)) {
+		if !f.ContainsString(keyString("key-", i)) {
 			t.Fatalf("key %d lost", i)
 		}
 	}

@@ -12,23 +12,23 @@ import (
 	"github.com/dablooms/dablooms/header"
 )
 
-// t2FuzzReserve keeps each fuzz input's mapping small; a growth beyond it is
+// fuzzReserve keeps each fuzz input's mapping small; a growth beyond it is
 // an error (ErrRange), never a huge allocation.
-const t2FuzzReserve = 64 << 20
+const fuzzReserve = 64 << 20
 
-// t2OpenBytes writes b to a fresh file and opens it. Open must not panic,
-// and an error must be one t2OpenErrorOK accepts.
-func t2OpenBytes(t *testing.T, b []byte, ro bool) *Filter {
+// openBytes writes b to a fresh file and opens it. Open must not panic,
+// and an error must be one openErrorOK accepts.
+func openBytes(t *testing.T, b []byte, ro bool) *Filter {
 	path := filepath.Join(t.TempDir(), "fuzz.dbl")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Open(path, &OpenOptions{ReadOnly: ro, Reserve: t2FuzzReserve})
+	f, err := Open(path, &OpenOptions{ReadOnly: ro, Reserve: fuzzReserve})
 	if err != nil {
 		if f != nil {
 			t.Fatalf("Open returned a *Filter with error %v", err)
 		}
-		if !t2OpenErrorOK(err) {
+		if !openErrorOK(err) {
 			t.Fatalf("Open: unexpected kind of error %v (%T)", err, err)
 		}
 		return nil
@@ -43,7 +43,7 @@ func t2OpenBytes(t *testing.T, b []byte, ro bool) *Filter {
 // Contains and Stats and closes. The seeds (a real two-filter file, its
 // truncations and bit flips in every structure) run in plain go test.
 func FuzzOpen(f *testing.F) {
-	_, good := t2SmallFile(f)
+	_, good := smallFile(f)
 	f.Add(good)
 	for _, n := range []int{0, 1, 7, 8, 100, header.PageSize - 1, header.PageSize, 2 * header.PageSize,
 		header.FilterLinesOffset, header.SlotsOffset, header.DataOffset - 1, header.DataOffset,
@@ -82,7 +82,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, ro := range []bool{false, true} {
-			g := t2OpenBytes(t, b, ro)
+			g := openBytes(t, b, ro)
 			if g == nil {
 				continue
 			}
@@ -102,56 +102,56 @@ func FuzzOpen(f *testing.F) {
 // Metadata copy offsets (mirroring header/layout.go, whose constants are
 // unexported): the fuzzer is free to pick any offset, these name the seeds.
 const (
-	t2OffMajor      = 8
-	t2OffFlags      = 16
-	t2OffGeneration = 24
-	t2OffCapacity   = 32
-	t2OffErrorRate  = 40
-	t2OffGrowth     = 48
-	t2OffTighten    = 56
-	t2OffHashID     = 72
-	t2OffLayoutID   = 76
-	t2OffDataOffset = 96
-	t2OffNumFilters = 104
-	t2OffDirectory  = 256
-	t2EntrySize     = 56
-	t2EntCapacity   = 8
-	t2EntCounters   = 16
-	t2EntOffset     = 24
-	t2EntLength     = 32
-	t2EntErrorRate  = 40
-	t2EntK          = 48
-	t2EntHashID     = 50
-	t2EntLayoutID   = 51
+	offMajor      = 8
+	offFlags      = 16
+	offGeneration = 24
+	offCapacity   = 32
+	offErrorRate  = 40
+	offGrowth     = 48
+	offTighten    = 56
+	offHashID     = 72
+	offLayoutID   = 76
+	offDataOffset = 96
+	offNumFilters = 104
+	offDirectory  = 256
+	entrySize     = 56
+	entCapacity   = 8
+	entCounters   = 16
+	entOffset     = 24
+	entLength     = 32
+	entErrorRate  = 40
+	entK          = 48
+	entHashID     = 50
+	entLayoutID   = 51
 )
 
-var t2Castagnoli = crc32.MakeTable(crc32.Castagnoli)
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// t2Seal recomputes a metadata copy's checksum: CRC-32C over
+// sealMeta recomputes a metadata copy's checksum: CRC-32C over
 // [0, MetaSize-4), stored little-endian at MetaSize-4.
-func t2Seal(meta []byte) {
-	binary.LittleEndian.PutUint32(meta[header.MetaSize-4:], crc32.Checksum(meta[:header.MetaSize-4], t2Castagnoli))
+func sealMeta(meta []byte) {
+	binary.LittleEndian.PutUint32(meta[header.MetaSize-4:], crc32.Checksum(meta[:header.MetaSize-4], castagnoli))
 }
 
-// t2MutateMeta applies one structure-aware mutation to a copy of good:
+// mutateMeta applies one structure-aware mutation to a copy of good:
 // patch is written into metadata copy which&1 at offset off (wrapped into
 // the checksummed part), after, if which&4, making that copy's generation
 // the highest (so it is the copy Open picks); the copy is then sealed with a
 // correct checksum, so the decoder's checks behind the checksum are
 // reached. If which&2 the other copy's checksum is broken, so the mutated
 // copy is the only candidate.
-func t2MutateMeta(good []byte, which uint8, off uint16, patch []byte) []byte {
+func mutateMeta(good []byte, which uint8, off uint16, patch []byte) []byte {
 	b := append([]byte(nil), good...)
 	c := int(which & 1)
 	meta := b[c*header.MetaSize : (c+1)*header.MetaSize]
 	other := b[(1-c)*header.MetaSize : (2-c)*header.MetaSize]
 	if which&4 != 0 {
-		g := max(binary.LittleEndian.Uint64(meta[t2OffGeneration:]), binary.LittleEndian.Uint64(other[t2OffGeneration:]))
-		binary.LittleEndian.PutUint64(meta[t2OffGeneration:], g+1)
+		g := max(binary.LittleEndian.Uint64(meta[offGeneration:]), binary.LittleEndian.Uint64(other[offGeneration:]))
+		binary.LittleEndian.PutUint64(meta[offGeneration:], g+1)
 	}
 	o := int(off) % (header.MetaSize - 4)
 	copy(meta[o:header.MetaSize-4], patch)
-	t2Seal(meta)
+	sealMeta(meta)
 	if which&2 != 0 {
 		other[header.MetaSize-1] ^= 0xff
 	}
@@ -165,65 +165,65 @@ func t2MutateMeta(good []byte, which uint8, off uint16, patch []byte) []byte {
 // Add (which may grow the chain), Remove, Stats, Flush and Close must not
 // panic either (their errors are allowed).
 func FuzzOpenMeta(f *testing.F) {
-	_, good := t2SmallFile(f)
+	_, good := smallFile(f)
 	u64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 	u16 := func(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
 	f64 := func(v float64) []byte { return u64(math.Float64bits(v)) }
-	e0 := func(field int) uint16 { return uint16(t2OffDirectory + field) }
-	e1 := func(field int) uint16 { return uint16(t2OffDirectory + t2EntrySize + field) }
+	e0 := func(field int) uint16 { return uint16(offDirectory + field) }
+	e1 := func(field int) uint16 { return uint16(offDirectory + entrySize + field) }
 	type seed struct {
 		off   uint16
 		patch []byte
 	}
 	seeds := []seed{
 		{0, nil}, // unchanged, resealed
-		{t2OffMajor, u16(2)},
-		{t2OffFlags, u64(1)},
-		{t2OffGeneration, u64(math.MaxUint64)},
-		{t2OffCapacity, u64(0)},
-		{t2OffCapacity, u64(1)}, // the next filter is tiny
-		{t2OffCapacity, u64(header.MaxFileSize + 1)},
-		{t2OffErrorRate, f64(math.NaN())},
-		{t2OffErrorRate, f64(0.999999)},
-		{t2OffErrorRate, f64(math.SmallestNonzeroFloat64)},
-		{t2OffGrowth, f64(1024)},
-		{t2OffGrowth, f64(math.Inf(1))},
-		{t2OffTighten, f64(1e-300)},
-		{t2OffHashID, u32(2)},
-		{t2OffLayoutID, u32(2)}, // new filters classic
-		{t2OffLayoutID, u32(3)},
-		{t2OffDataOffset, u64(0)},
-		{t2OffNumFilters, u32(0)},
-		{t2OffNumFilters, u32(1)}, // entry 1 then is a non-zero unused entry
-		{t2OffNumFilters, u32(3)},
-		{t2OffNumFilters, u32(header.MaxFilters + 1)},
-		{e0(t2EntCapacity), u64(1)}, // filter 0 "full": Add grows
-		{e0(t2EntCapacity), u64(0)},
-		{e1(t2EntCapacity), u64(1)}, // the newest filter full: the next Add grows the chain
-		{e1(t2EntCapacity), u64(math.MaxUint64)},
-		{e0(t2EntCounters), u64(128)}, // fewer counters than the block layout had
-		{e0(t2EntCounters), u64(0)},
-		{e0(t2EntCounters), u64(127)},
-		{e0(t2EntCounters), u64(math.MaxUint64)},
-		{e0(t2EntOffset), u64(0)},
-		{e0(t2EntOffset), u64(header.DataOffset + header.PageSize)},
-		{e0(t2EntLength), u64(header.PageSize)},
-		{e0(t2EntLength), u64(1 << 40)},
-		{e1(t2EntLength), u64(1 << 20)}, // beyond the file
-		{e0(t2EntErrorRate), f64(1)},
-		{e0(t2EntK), u16(0)},
-		{e0(t2EntK), u16(1)},
-		{e0(t2EntK), u16(64)},
-		{e0(t2EntK), u16(65)},
-		{e0(t2EntHashID), []byte{2}}, // the original's hash for filter 0
-		{e0(t2EntHashID), []byte{9}},
-		{e0(t2EntLayoutID), []byte{2}}, // reinterpret as classic
-		{e0(t2EntLayoutID), []byte{3}}, // partitioned: counters must be k partitions
-		{e0(t2EntLayoutID), []byte{0}},
-		{e0(t2EntK), append(u16(8), 2, 3)},                  // k 8, murmur, partitioned
-		{uint16(t2OffDirectory + 2*t2EntrySize), []byte{1}}, // non-zero unused entry
-		{header.MetaSize - 5, []byte{0xff}},                 // last checksummed byte
+		{offMajor, u16(2)},
+		{offFlags, u64(1)},
+		{offGeneration, u64(math.MaxUint64)},
+		{offCapacity, u64(0)},
+		{offCapacity, u64(1)}, // the next filter is tiny
+		{offCapacity, u64(header.MaxFileSize + 1)},
+		{offErrorRate, f64(math.NaN())},
+		{offErrorRate, f64(0.999999)},
+		{offErrorRate, f64(math.SmallestNonzeroFloat64)},
+		{offGrowth, f64(1024)},
+		{offGrowth, f64(math.Inf(1))},
+		{offTighten, f64(1e-300)},
+		{offHashID, u32(2)},
+		{offLayoutID, u32(2)}, // new filters classic
+		{offLayoutID, u32(3)},
+		{offDataOffset, u64(0)},
+		{offNumFilters, u32(0)},
+		{offNumFilters, u32(1)}, // entry 1 then is a non-zero unused entry
+		{offNumFilters, u32(3)},
+		{offNumFilters, u32(header.MaxFilters + 1)},
+		{e0(entCapacity), u64(1)}, // filter 0 "full": Add grows
+		{e0(entCapacity), u64(0)},
+		{e1(entCapacity), u64(1)}, // the newest filter full: the next Add grows the chain
+		{e1(entCapacity), u64(math.MaxUint64)},
+		{e0(entCounters), u64(128)}, // fewer counters than the block layout had
+		{e0(entCounters), u64(0)},
+		{e0(entCounters), u64(127)},
+		{e0(entCounters), u64(math.MaxUint64)},
+		{e0(entOffset), u64(0)},
+		{e0(entOffset), u64(header.DataOffset + header.PageSize)},
+		{e0(entLength), u64(header.PageSize)},
+		{e0(entLength), u64(1 << 40)},
+		{e1(entLength), u64(1 << 20)}, // beyond the file
+		{e0(entErrorRate), f64(1)},
+		{e0(entK), u16(0)},
+		{e0(entK), u16(1)},
+		{e0(entK), u16(64)},
+		{e0(entK), u16(65)},
+		{e0(entHashID), []byte{2}}, // the original's hash for filter 0
+		{e0(entHashID), []byte{9}},
+		{e0(entLayoutID), []byte{2}}, // reinterpret as classic
+		{e0(entLayoutID), []byte{3}}, // partitioned: counters must be k partitions
+		{e0(entLayoutID), []byte{0}},
+		{e0(entK), append(u16(8), 2, 3)},                // k 8, murmur, partitioned
+		{uint16(offDirectory + 2*entrySize), []byte{1}}, // non-zero unused entry
+		{header.MetaSize - 5, []byte{0xff}},             // last checksummed byte
 	}
 	for _, s := range seeds {
 		for _, which := range []uint8{0, 6, 1 | 4 | 2} {
@@ -234,8 +234,8 @@ func FuzzOpenMeta(f *testing.F) {
 		if len(patch) > 256 {
 			patch = patch[:256]
 		}
-		b := t2MutateMeta(good, which, off, patch)
-		g := t2OpenBytes(t, b, which&8 != 0)
+		b := mutateMeta(good, which, off, patch)
+		g := openBytes(t, b, which&8 != 0)
 		if g == nil {
 			return
 		}
@@ -246,17 +246,17 @@ func FuzzOpenMeta(f *testing.F) {
 		}()
 		var buf []byte
 		for i := range 300 {
-			g.Contains(t2Key(buf, "key-", i))
+			g.Contains(makeKey(buf, "key-", i))
 		}
 		for i := range 8 {
-			buf = t2Key(buf, "new-", i)
+			buf = makeKey(buf, "new-", i)
 			if err := g.Add(buf, uint64(1000+i)); err != nil {
 				break
 			}
 			g.Contains(buf)
 		}
-		g.RemoveString(t2KeyS("key-", 5), 5)
-		g.RemoveString(t2KeyS("new-", 1), 1001)
+		g.RemoveString(keyString("key-", 5), 5)
+		g.RemoveString(keyString("new-", 1), 1001)
 		g.Stats()
 		g.Flush()
 		g.Condition()
@@ -268,18 +268,18 @@ func FuzzOpenMeta(f *testing.F) {
 // answers like the original, and a sealed copy with a changed parameter is
 // refused for that parameter (not for its checksum).
 func TestFuzzMetaSealIsValid(t *testing.T) {
-	_, good := t2SmallFile(t)
+	_, good := smallFile(t)
 	for _, which := range []uint8{0, 1, 4, 5, 6, 7} {
-		g := t2OpenBytes(t, t2MutateMeta(good, which, 0, nil), false)
+		g := openBytes(t, mutateMeta(good, which, 0, nil), false)
 		if g == nil {
 			t.Fatalf("which=%d: resealed unchanged file does not open", which)
 		}
-		if !g.ContainsString(t2KeyS("key-", 299)) || len(g.Stats().Filters) != 2 {
+		if !g.ContainsString(keyString("key-", 299)) || len(g.Stats().Filters) != 2 {
 			t.Fatalf("which=%d: resealed file lost its keys or filters", which)
 		}
 		g.Close()
 	}
-	b := t2MutateMeta(good, 4|2, t2OffCapacity, binary.LittleEndian.AppendUint64(nil, 0))
+	b := mutateMeta(good, 4|2, offCapacity, binary.LittleEndian.AppendUint64(nil, 0))
 	path := filepath.Join(t.TempDir(), "cap0.dbl")
 	os.WriteFile(path, b, 0o644)
 	_, err := Open(path, nil)

@@ -120,7 +120,7 @@ func TestImportDablooms(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			old := origFile(t, tc.file)
-			before := t2Identify(t, old)
+			before := identify(t, old)
 			orig := readOrig(t, old, tc.capacity, tc.e, tc.counting)
 			newPath := filepath.Join(t.TempDir(), "new.dbl")
 			imp := ImportDablooms
@@ -132,7 +132,7 @@ func TestImportDablooms(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if t2Identify(t, old) != before {
+			if identify(t, old) != before {
 				t.Fatal("the original file changed")
 			}
 			if rep.State != tc.state || f.MemSeqnum() != tc.mem || f.DiskSeqnum() != tc.disk || f.Condition() != tc.condition {
@@ -233,7 +233,7 @@ func TestImportDabloomsRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := t2Identify(t, tc.path)
+			before := identify(t, tc.path)
 			newPath := filepath.Join(t.TempDir(), "new.dbl")
 			f, _, err := ImportDablooms(newPath, tc.path, tc.capacity, tc.e, nil)
 			if err == nil {
@@ -243,7 +243,7 @@ func TestImportDabloomsRefuses(t *testing.T) {
 			if !errors.Is(err, legacy.ErrSizeMismatch) && !errors.Is(err, legacy.ErrBadParams) {
 				t.Fatalf("error %v is neither ErrSizeMismatch nor ErrBadParams", err)
 			}
-			if t2Identify(t, tc.path) != before {
+			if identify(t, tc.path) != before {
 				t.Fatal("the original file changed")
 			}
 			if _, err := os.Stat(newPath); !os.IsNotExist(err) {

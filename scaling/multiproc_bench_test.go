@@ -19,17 +19,17 @@ import (
 
 // Words of the benchmark control file.
 const (
-	mpBenchReady = 8
-	mpBenchStop  = 16
-	mpBenchCount = 24 // the child's completed operations, updated as it goes
+	procBenchReady = 8
+	procBenchStop  = 16
+	procBenchCount = 24 // the child's completed operations, updated as it goes
 )
 
-const mpBenchPrefill = 200_000 // keys in the file for the Contains benchmarks
+const procBenchPrefill = 200_000 // keys in the file for the Contains benchmarks
 
-// mpPrefault writes every page of every filter once (adding 0), so the
+// prefault writes every page of every filter once (adding 0), so the
 // timed loops measure operations, not the first-touch page faults of a fresh
 // file.
-func mpPrefault(f *Filter) {
+func prefault(f *Filter) {
 	for _, m := range f.chain.Load().f {
 		w := m.cf.Words()
 		for i := 0; i < len(w); i += 512 {
@@ -38,14 +38,14 @@ func mpPrefault(f *Filter) {
 	}
 }
 
-func mpBenchKey(i uint64, buf *[8]byte) []byte {
+func procBenchKey(i uint64, buf *[8]byte) []byte {
 	binary.LittleEndian.PutUint64(buf[:], i*0x9E3779B97F4A7C15)
 	return buf[:]
 }
 
-// mpChildBench runs the benchmark loop (Add or Contains) until told to stop.
+// childBench runs the benchmark loop (Add or Contains) until told to stop.
 // An Add child stops adding after QUOTA keys (the file is sized for it).
-func mpChildBench() error {
+func childBench() error {
 	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
@@ -58,11 +58,11 @@ func mpChildBench() error {
 	op, quota, keyBase := children.Env("OP"), children.EnvU64("QUOTA"), children.EnvU64("KEYBASE")
 	var kb [8]byte
 	if op == "add" {
-		f.Add(mpBenchKey(keyBase+quota, &kb), 0) // the dirty mark, before the timed part
+		f.Add(procBenchKey(keyBase+quota, &kb), 0) // the dirty mark, before the timed part
 	}
-	ctl.Store(mpBenchReady, 1)
+	ctl.Store(procBenchReady, 1)
 	var n uint64
-	for ctl.Load(mpBenchStop) == 0 {
+	for ctl.Load(procBenchStop) == 0 {
 		switch op {
 		case "add":
 			if n >= quota {
@@ -70,31 +70,31 @@ func mpChildBench() error {
 				continue
 			}
 			for j := 0; j < 256; j++ {
-				if err := f.Add(mpBenchKey(keyBase+n, &kb), n); err != nil {
+				if err := f.Add(procBenchKey(keyBase+n, &kb), n); err != nil {
 					return err
 				}
 				n++
 			}
 		case "contains":
 			for j := 0; j < 256; j++ {
-				f.Contains(mpBenchKey(n%(2*mpBenchPrefill), &kb))
+				f.Contains(procBenchKey(n%(2*procBenchPrefill), &kb))
 				n++
 			}
 		default:
 			return fmt.Errorf("unknown op %q", op)
 		}
-		ctl.Store(mpBenchCount, n)
+		ctl.Store(procBenchCount, n)
 	}
 	return nil
 }
 
-// mpBenchRun times body(b.N) on a fresh file while `procs-1` children run
+// procBenchRun times body(b.N) on a fresh file while `procs-1` children run
 // the same kind of loop on the file. It reports the child's throughput as
 // child-ns/op.
-func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *Filter, n int)) {
+func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *Filter, n int)) {
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.dbl")
-	capacity := uint64(mpBenchPrefill)
+	capacity := uint64(procBenchPrefill)
 	if op == "add" {
 		capacity = min(uint64(b.N)*uint64(procs)+1<<16, 1<<25)
 	}
@@ -105,13 +105,13 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 	defer f.Close()
 	var kb [8]byte
 	if prefill {
-		for i := uint64(0); i < mpBenchPrefill; i++ {
-			f.Add(mpBenchKey(i, &kb), i)
+		for i := uint64(0); i < procBenchPrefill; i++ {
+			f.Add(procBenchKey(i, &kb), i)
 		}
 	} else {
-		f.Add(mpBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
+		f.Add(procBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
 	}
-	mpPrefault(f)
+	prefault(f)
 	var ctl *childproc.Shm
 	var child *childproc.Proc
 	if procs == 2 {
@@ -121,11 +121,11 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 		defer ctl.Close()
 		child = children.Start(b, "bench", "bench", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OP", op),
 			childproc.KV("QUOTA", b.N), childproc.KV("KEYBASE", uint64(1)<<40))
-		childproc.Await(b, child, func() bool { return ctl.Load(mpBenchReady) != 0 })
+		childproc.Await(b, child, func() bool { return ctl.Load(procBenchReady) != 0 })
 	}
 	var c0 uint64
 	if ctl != nil {
-		c0 = ctl.Load(mpBenchCount)
+		c0 = ctl.Load(procBenchCount)
 	}
 	start := time.Now()
 	b.ResetTimer()
@@ -133,8 +133,8 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 	b.StopTimer()
 	el := time.Since(start)
 	if ctl != nil {
-		c1 := ctl.Load(mpBenchCount)
-		ctl.Store(mpBenchStop, 1)
+		c1 := ctl.Load(procBenchCount)
+		ctl.Store(procBenchStop, 1)
 		childproc.WaitAll(b, nil, []*childproc.Proc{child}, time.Minute)
 		if c1 > c0 {
 			b.ReportMetric(float64(el.Nanoseconds())/float64(c1-c0), "child-ns/op")
@@ -148,10 +148,10 @@ func mpBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *F
 func BenchmarkMPAdd(b *testing.B) {
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
-			mpBenchRun(b, procs, "add", false, func(f *Filter, n int) {
+			procBenchRun(b, procs, "add", false, func(f *Filter, n int) {
 				var kb [8]byte
 				for i := 0; i < n; i++ {
-					if err := f.Add(mpBenchKey(uint64(i), &kb), uint64(i)); err != nil {
+					if err := f.Add(procBenchKey(uint64(i), &kb), uint64(i)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -163,15 +163,15 @@ func BenchmarkMPAdd(b *testing.B) {
 func BenchmarkMPContains(b *testing.B) {
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
-			mpBenchRun(b, procs, "contains", true, func(f *Filter, n int) {
+			procBenchRun(b, procs, "contains", true, func(f *Filter, n int) {
 				var kb [8]byte
 				hits := 0
 				for i := 0; i < n; i++ {
-					if f.Contains(mpBenchKey(uint64(i)%(2*mpBenchPrefill), &kb)) {
+					if f.Contains(procBenchKey(uint64(i)%(2*procBenchPrefill), &kb)) {
 						hits++
 					}
 				}
-				if n >= 4*mpBenchPrefill && hits < n/2 {
+				if n >= 4*procBenchPrefill && hits < n/2 {
 					b.Fatalf("only %d of %d lookups hit", hits, n)
 				}
 			})
@@ -185,7 +185,7 @@ func BenchmarkMPContains(b *testing.B) {
 // with a nil Record on the same kind of file's words, with the same hashing
 // and positions. The difference is the bookkeeping. The filter is small
 // (cache-resident, so memory latency does not drown the difference) and is
-// zeroed outside the timer every mpOverheadRound adds, so no counter
+// zeroed outside the timer every overheadRound adds, so no counter
 // saturates and the chain never grows.
 func BenchmarkMPAddOverhead(b *testing.B) {
 	const capacity = 1 << 15
@@ -195,8 +195,8 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		var kb [8]byte
-		f.Add(mpBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
-		mpPrefault(f)
+		f.Add(procBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
+		prefault(f)
 		return f, f.chain.Load().f[0]
 	}
 	// loop runs add for b.N keys, resetting the counters every round.
@@ -211,7 +211,7 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 		reset()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if i%mpOverheadRound == mpOverheadRound-1 {
+			if i%overheadRound == overheadRound-1 {
 				b.StopTimer()
 				reset()
 				b.StartTimer()
@@ -223,7 +223,7 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 		f, m := newFile(b)
 		defer f.Close()
 		var kb [8]byte
-		loop(b, m, func(i uint64) { f.Add(mpBenchKey(i, &kb), i) })
+		loop(b, m, func(i uint64) { f.Add(procBenchKey(i, &kb), i) })
 	})
 	b.Run("file-AddAt-nilRecord", func(b *testing.B) {
 		f, m := newFile(b)
@@ -233,7 +233,7 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 		var pos [counting4.MaxK]uint64
 		p := pos[:m.desc.K]
 		loop(b, m, func(i uint64) {
-			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, mpBenchKey(i, &kb))}), p)
+			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, procBenchKey(i, &kb))}), p)
 			m.cf.AddAt(p, nil)
 		})
 	})
@@ -247,7 +247,7 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 		rec := &counting4.Record{Changed: &chg, Doubt: &dbt}
 		p := pos[:m.desc.K]
 		loop(b, m, func(i uint64) {
-			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, mpBenchKey(i, &kb))}), p)
+			m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, procBenchKey(i, &kb))}), p)
 			m.cf.AddAt(p, rec)
 			chg = 0
 		})
@@ -259,9 +259,9 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 		}
 		defer f.Close()
 		var kb [8]byte
-		f.Add(mpBenchKey(1<<50, &kb), 0)
-		loop(b, f.chain.Load().f[0], func(i uint64) { f.Add(mpBenchKey(i, &kb), i) })
+		f.Add(procBenchKey(1<<50, &kb), 0)
+		loop(b, f.chain.Load().f[0], func(i uint64) { f.Add(procBenchKey(i, &kb), i) })
 	})
 }
 
-const mpOverheadRound = 1 << 14 // adds between resets: half the capacity
+const overheadRound = 1 << 14 // adds between resets: half the capacity

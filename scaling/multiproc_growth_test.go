@@ -17,7 +17,7 @@ import (
 
 // Test 2: growth under load.
 
-type mpFilterView struct {
+type filterView struct {
 	Index                  int
 	Offset, Bytes          int64
 	Capacity, Counters     uint64
@@ -25,13 +25,13 @@ type mpFilterView struct {
 	FirstID, LastID, Count uint64
 }
 
-type mpView struct {
+type chainView struct {
 	FileSize int64
-	Filters  []mpFilterView
+	Filters  []filterView
 }
 
-type mpGrowReport struct {
-	AfterAdd, AfterRemove mpView
+type growReport struct {
+	AfterAdd, AfterRemove chainView
 	Missing               int    // added keys (of every process) Contains did not find
 	Ambiguous             int    // keys to remove that two filters of their id range hold
 	RemoveErrs            int    // failed removes
@@ -39,18 +39,18 @@ type mpGrowReport struct {
 	StaleAddsRaced        int    // adds whose chain was stale when they started
 }
 
-func mpViewOf(f *Filter) mpView {
+func chainViewOf(f *Filter) chainView {
 	s := f.Stats()
-	v := mpView{FileSize: s.FileSize}
+	v := chainView{FileSize: s.FileSize}
 	for _, fs := range s.Filters {
-		v.Filters = append(v.Filters, mpFilterView{fs.Index, fs.Offset, fs.Bytes, fs.Capacity, fs.Counters, fs.K, fs.FirstID, fs.LastID, fs.Count})
+		v.Filters = append(v.Filters, filterView{fs.Index, fs.Offset, fs.Bytes, fs.Capacity, fs.Counters, fs.K, fs.FirstID, fs.LastID, fs.Count})
 	}
 	return v
 }
 
-func mpGrowKey(p, i int) []byte { return []byte(fmt.Sprintf("grow-%d-%07d", p, i)) }
+func growKey(p, i int) []byte { return []byte(fmt.Sprintf("grow-%d-%07d", p, i)) }
 
-func mpChildGrow() error {
+func childGrow() error {
 	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func mpChildGrow() error {
 		return err
 	}
 	defer f.Close()
-	var rep mpGrowReport
+	var rep growReport
 	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func mpChildGrow() error {
 		if atomic.LoadUint64(f.published) > uint64(len(f.chain.Load().f)) {
 			rep.StaleAddsRaced++
 		}
-		if err := f.Add(mpGrowKey(p, i), uint64(i*nprocs+p)); err != nil {
+		if err := f.Add(growKey(p, i), uint64(i*nprocs+p)); err != nil {
 			return fmt.Errorf("add %d: %w", i, err)
 		}
 	}
@@ -78,10 +78,10 @@ func mpChildGrow() error {
 		return err
 	}
 	// Phase 2: every process reports its view and looks up every key.
-	rep.AfterAdd = mpViewOf(f)
+	rep.AfterAdd = chainViewOf(f)
 	for q := 0; q < nprocs; q++ {
 		for i := 0; i < n; i++ {
-			if !f.Contains(mpGrowKey(q, i)) {
+			if !f.Contains(growKey(q, i)) {
 				rep.Missing++
 			}
 		}
@@ -90,7 +90,7 @@ func mpChildGrow() error {
 	c := f.chain.Load()
 	var pos [counting4.MaxK]uint64
 	for i := 0; i < n; i++ {
-		h := hashes{native: HashKey(f.params.Seed, mpGrowKey(victim, i))}
+		h := hashes{native: HashKey(f.params.Seed, growKey(victim, i))}
 		id := uint64(i*nprocs + victim)
 		hits := 0
 		for _, m := range c.f {
@@ -112,7 +112,7 @@ func mpChildGrow() error {
 	}
 	// Phase 3: remove the keys another process added, with their ids.
 	for i := 0; i < n; i++ {
-		if err := f.Remove(mpGrowKey(victim, i), uint64(i*nprocs+victim)); err != nil {
+		if err := f.Remove(growKey(victim, i), uint64(i*nprocs+victim)); err != nil {
 			if rep.RemoveErrs == 0 {
 				rep.FirstRemoveErr = fmt.Sprintf("key %d of process %d: %v", i, victim, err)
 			}
@@ -122,7 +122,7 @@ func mpChildGrow() error {
 	if err := childproc.Barrier(ctl, 3, nprocs); err != nil {
 		return err
 	}
-	rep.AfterRemove = mpViewOf(f)
+	rep.AfterRemove = chainViewOf(f)
 	b, err := json.Marshal(&rep)
 	if err != nil {
 		return err
@@ -146,11 +146,11 @@ func mpChildGrow() error {
 // ("ambiguous") so a failure can be told apart.
 func TestMPGrowthUnderLoad(t *testing.T) {
 	for _, lay := range []counting4.Layout{counting4.Blocked512, counting4.Classic} {
-		t.Run(lay.String(), func(t *testing.T) { mpRunGrowth(t, lay, 1e-9) })
+		t.Run(lay.String(), func(t *testing.T) { runGrowth(t, lay, 1e-9) })
 	}
 }
 
-func mpRunGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
+func runGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
 	const nprocs, keys = 4, 20_000 // 80,000 adds: filters 2k+4k+8k+16k+32k < 80k
 	dir := t.TempDir()
 	path := filepath.Join(dir, "grow.dbl")
@@ -174,7 +174,7 @@ func mpRunGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
 	childproc.WaitAll(t, ctl, procs, 5*time.Minute)
 	elapsed := time.Since(start)
 
-	reps := make([]mpGrowReport, nprocs)
+	reps := make([]growReport, nprocs)
 	for p := range reps {
 		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("report-%d.json", p)))
 		if err != nil {

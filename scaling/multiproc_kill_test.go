@@ -54,17 +54,17 @@ import (
 // order independent and exact.
 
 const (
-	mpLogProcWords = 64                 // per process: 0 ready, 1 slot, 2 pid; goroutine g at 8*(g+1): started, completed
-	mpLogGo        = 3 * mpLogProcWords // set by the parent: start
-	mpLogWords     = 4 * mpLogProcWords
+	logProcWords = 64               // per process: 0 ready, 1 slot, 2 pid; goroutine g at 8*(g+1): started, completed
+	logGoWord    = 3 * logProcWords // set by the parent: start
+	logWords     = 4 * logProcWords
 )
 
-func mpKillCfg(nstreams int) mpStreamCfg {
-	return mpStreamCfg{Streams: nstreams, MaxLive: 1_000, RemovePct: 40, SharedPct: 30, HotPct: 5, SharedPool: 512, HotPool: 8}
+func killCfg(nstreams int) streamCfg {
+	return streamCfg{Streams: nstreams, MaxLive: 1_000, RemovePct: 40, SharedPct: 30, HotPct: 5, SharedPool: 512, HotPool: 8}
 }
 
-func mpChildKill() error {
-	lg, err := childproc.MapShm(children.Env("LOG"), mpLogWords, false)
+func childKill() error {
+	lg, err := childproc.MapShm(children.Env("LOG"), logWords, false)
 	if err != nil {
 		return err
 	}
@@ -73,29 +73,29 @@ func mpChildKill() error {
 	if err != nil {
 		return err
 	}
-	base := p * mpLogProcWords
+	base := p * logProcWords
 	lg.Store(base+1, uint64(f.slot))
 	lg.Store(base+2, uint64(os.Getpid()))
 	lg.Store(base+0, 1)
 	// Start together, once every writer has opened: an Open racing another
 	// process's first dirty mark is a different matter (TestMPOpenDuringFirstMark).
-	for lg.Load(mpLogGo) == 0 {
+	for lg.Load(logGoWord) == 0 {
 		time.Sleep(50 * time.Microsecond)
 	}
-	cfg := mpKillCfg(2 * nprocs)
+	cfg := killCfg(2 * nprocs)
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
 	for g := 0; g < 2; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := newMPStream(cfg, seed, p*2+g)
+			st := newOpStream(cfg, seed, p*2+g)
 			started, completed := base+8*(g+1), base+8*(g+1)+1
 			deadline := time.Now().Add(5 * time.Second) // the parent kills long before
 			for i := uint64(0); ; i++ {
 				op := st.next()
 				lg.Store(started, i+1)
-				if err := mpApply(f, op); err != nil {
+				if err := applyOp(f, op); err != nil {
 					errc <- fmt.Errorf("stream %d op %d (%+v): %w", p*2+g, i, op, err)
 					return
 				}
@@ -114,8 +114,8 @@ func mpChildKill() error {
 	return f.Close()
 }
 
-// mpKillStats accumulates over trials.
-type mpKillStats struct {
+// killStats accumulates over trials.
+type killStats struct {
 	trials, children, killed, exited int
 	ops                              uint64 // completed operations
 	cut                              int    // SNC operations
@@ -135,9 +135,9 @@ type mpKillStats struct {
 	satTrials, satCounters           int // counters that may have saturated, left out of the exact check
 }
 
-func mpKillRun(t *testing.T, trials int) *mpKillStats {
+func killRun(t *testing.T, trials int) *killStats {
 	dir := t.TempDir()
-	st := &mpKillStats{conditions: map[Condition]int{}}
+	st := &killStats{conditions: map[Condition]int{}}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	for trial := 0; trial < trials; trial++ {
 		nprocs := 2 + rng.IntN(2)
@@ -148,7 +148,7 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 			t.Fatal(err)
 		}
 		f.Close()
-		lg, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("log-%d", trial)), mpLogWords, true)
+		lg, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("log-%d", trial)), logWords, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,9 +158,9 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 				childproc.KV("PATH", path), childproc.KV("LOG", lg.Name()), childproc.KV("PROC", p), childproc.KV("NPROCS", nprocs), childproc.KV("SEED", seed)))
 		}
 		for p, proc := range procs {
-			childproc.Await(t, proc, func() bool { return lg.Load(p*mpLogProcWords) != 0 })
+			childproc.Await(t, proc, func() bool { return lg.Load(p*logProcWords) != 0 })
 		}
-		lg.Store(mpLogGo, 1)
+		lg.Store(logGoWord, 1)
 		// Kill each writer at its own random moment 5-60 ms after the start.
 		for _, p := range procs {
 			time.AfterFunc(time.Duration(5+rng.IntN(56))*time.Millisecond, func() { p.Cmd.Process.Signal(syscall.SIGKILL) })
@@ -178,7 +178,7 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 				t.Fatalf("trial %d: %s crashed (%v):\n%s", trial, p.Name, p.Err, p.Out)
 			}
 		}
-		if err := mpKillCheck(path, lg, nprocs, seed, st); err != nil {
+		if err := killCheck(path, lg, nprocs, seed, st); err != nil {
 			t.Fatalf("trial %d (%d writers, seed %#x): %v", trial, nprocs, seed, err)
 		}
 		st.trials++
@@ -189,7 +189,7 @@ func mpKillRun(t *testing.T, trials int) *mpKillStats {
 	return st
 }
 
-func (st *mpKillStats) String() string {
+func (st *killStats) String() string {
 	return fmt.Sprintf("%d trials, %d writers (%d SIGKILLed, %d exited), %d completed ops; %d cut ops: %d no effect, %d full effect, %d partial (%d ambiguous trials); "+
 		"%d non-idle records (%d with empty masks, %d naming the previous key); %d unresolved Doubt masks covering %d positions (CAS had happened: %d, had not: %d, undecidable: %d); "+
 		"idle records with stray masks: %d; conditions %v; StateErrors %d; trials with phase clean %d; "+
@@ -215,7 +215,7 @@ func TestMPKill9(t *testing.T) {
 		trials = 60
 	}
 	start := time.Now()
-	st := mpKillRun(t, trials)
+	st := killRun(t, trials)
 	t.Logf("%v in %v", st, time.Since(start).Round(time.Millisecond))
 	if st.killed == 0 {
 		t.Fatal("no writer was killed")
@@ -225,7 +225,7 @@ func TestMPKill9(t *testing.T) {
 
 // checkSaturation fails when so many trials had counters that may have
 // saturated that the exact check covered too little.
-func (st *mpKillStats) checkSaturation(t *testing.T) {
+func (st *killStats) checkSaturation(t *testing.T) {
 	t.Helper()
 	if st.satTrials*10 > st.trials {
 		t.Errorf("%d of %d trials had counters that may have saturated: the stream parameters load the filter too much for an exact check", st.satTrials, st.trials)

@@ -12,66 +12,66 @@ import (
 	"github.com/dablooms/dablooms/internal/childproc"
 )
 
-// The check of one TestMPKill9 trial (described above mpLogProcWords), in
-// the steps mpKillCheck lists.
+// The check of one TestMPKill9 trial (described above logProcWords), in
+// the steps killCheck lists.
 
-type mpUnknown struct {
+type unknownEffect struct {
 	what  string // "doubt", "op", "empty-record-op"
 	pos   []uint64
 	delta int32
 	sncIx int // index into snc
 }
 
-type mpSNC struct {
+type cutOp struct {
 	proc, g int
-	op      mpOp
+	op      streamOp
 	kh      uint64
 	rec     int // matched record index in busy, -1 if none
 	outcome string
 }
 
-type mpBusy struct {
+type busyRecord struct {
 	slot, r              int
 	op, hash, chg, doubt uint64
 	proc                 int
 }
 
-// mpProcOp is a process and an operation type: the key of the stale-record
+// procOpType is a process and an operation type: the key of the stale-record
 // constraints.
-type mpProcOp struct {
+type procOpType struct {
 	proc   int
 	remove bool
 }
 
-// mpKillTrial is what the steps of mpKillCheck learn about one trial.
-type mpKillTrial struct {
+// killTrial is what the steps of killCheck learn about one trial.
+type killTrial struct {
 	lg     *childproc.Shm
 	nprocs int
 	seed   uint64
-	st     *mpKillStats
+	st     *killStats
 	path   string
 	fi     *Filter // an inspector that changes nothing: read-only, no slot
 	m      *member // the only filter
 
-	slotOf      map[int]int // slot → process
-	busy        []*mpBusy   // non-idle records
+	slotOf      map[int]int   // slot → process
+	busy        []*busyRecord // non-idle records
 	want        Condition
 	base        []int32 // replay of the completed operations, then + the records' Changed
 	bound       []int32 // saturation bound over every interleaving
-	snc         []*mpSNC
+	snc         []*cutOp
 	completedOf []uint64 // per process
 	items       int64    // item count of the replay
 	maySat      map[uint64]bool
-	stale       map[mpProcOp]int
-	unk         []mpUnknown
+	stale       map[procOpType]int
+	unk         []unknownEffect
 	diff        map[uint64]int32 // actual - base, outside maySat
 	covered     map[uint64]bool  // positions some unknown may change
 	sols        []uint32         // assignments of the unknowns that explain everything
 }
 
-// mpKillCheck verifies one trial; it returns an error describing the first
+// killCheck verifies one trial; it returns an error describing the first
 // violation.
-func mpKillCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *mpKillStats) (err error) {
+func killCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *killStats) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
@@ -86,7 +86,7 @@ func mpKillCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *mp
 	if len(c.f) != 1 {
 		return fmt.Errorf("the chain grew to %d filters", len(c.f))
 	}
-	k := &mpKillTrial{lg: lg, nprocs: nprocs, seed: seed, st: st, path: path, fi: fi, m: c.f[0]}
+	k := &killTrial{lg: lg, nprocs: nprocs, seed: seed, st: st, path: path, fi: fi, m: c.f[0]}
 	for _, step := range []func() error{
 		k.readRecords,
 		k.checkCondition,
@@ -105,17 +105,17 @@ func mpKillCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *mp
 	return nil
 }
 
-func (k *mpKillTrial) rec(s, r int, off int64) uint64 {
+func (k *killTrial) rec(s, r int, off int64) uint64 {
 	return atomic.LoadUint64(k.fi.hotWord(header.RecordOffset(s, r) + off))
 }
 
 // readRecords checks that the killed processes' slots are dead and collects
 // the non-idle records.
-func (k *mpKillTrial) readRecords() error {
+func (k *killTrial) readRecords() error {
 	fi, st := k.fi, k.st
 	k.slotOf = map[int]int{}
 	for p := 0; p < k.nprocs; p++ {
-		s := int(k.lg.Load(p*mpLogProcWords + 1))
+		s := int(k.lg.Load(p*logProcWords + 1))
 		k.slotOf[s] = p
 		held, err := fi.file.Held(header.SlotOffset(s))
 		if err != nil || held || fi.slotLive(s) {
@@ -136,7 +136,7 @@ func (k *mpKillTrial) readRecords() error {
 			if !ok {
 				return fmt.Errorf("slot %d, which no child used, has a non-idle record %#x", s, op)
 			}
-			k.busy = append(k.busy, &mpBusy{slot: s, r: r, op: op, hash: k.rec(s, r, header.RecHashOff),
+			k.busy = append(k.busy, &busyRecord{slot: s, r: r, op: op, hash: k.rec(s, r, header.RecHashOff),
 				chg: k.rec(s, r, header.RecChangedOff), doubt: k.rec(s, r, header.RecDoubtOff), proc: p})
 		}
 	}
@@ -146,7 +146,7 @@ func (k *mpKillTrial) readRecords() error {
 
 // checkCondition computes the condition from the raw words and compares it
 // with Condition() and with what Open does with the file.
-func (k *mpKillTrial) checkCondition() error {
+func (k *killTrial) checkCondition() error {
 	fi, st, path := k.fi, k.st, k.path
 	_, ph := fi.words.Phase()
 	var b [16]byte
@@ -202,32 +202,32 @@ func (k *mpKillTrial) checkCondition() error {
 }
 
 // replayLog replays the completed operations and collects the cut ones.
-func (k *mpKillTrial) replayLog() error {
+func (k *killTrial) replayLog() error {
 	m, seed, st, lg := k.m, k.seed, k.st, k.lg
-	cfg := mpKillCfg(2 * k.nprocs)
+	cfg := killCfg(2 * k.nprocs)
 	k.base = make([]int32, m.desc.Counters)
 	k.bound = make([]int32, m.desc.Counters)
 	k.completedOf = make([]uint64, k.nprocs)
 	for p := 0; p < k.nprocs; p++ {
 		for g := 0; g < 2; g++ {
 			s := p*2 + g
-			started, completed := lg.Load(p*mpLogProcWords+8*(g+1)), lg.Load(p*mpLogProcWords+8*(g+1)+1)
+			started, completed := lg.Load(p*logProcWords+8*(g+1)), lg.Load(p*logProcWords+8*(g+1)+1)
 			if started != completed && started != completed+1 {
 				return fmt.Errorf("log of stream %d: started %d, completed %d", s, started, completed)
 			}
-			ss := mpReplay(m, seed, cfg, s, completed, k.base, k.bound)
+			ss := replayStream(m, seed, cfg, s, completed, k.base, k.bound)
 			k.items += int64(len(ss.live))
 			k.completedOf[p] += completed
 			st.ops += completed
 			if started == completed+1 {
 				op := ss.next()
 				var kb [8]byte
-				kh := m.keyHash(hashes{native: HashKey(seed, mpKey(op.code, &kb))})
-				k.snc = append(k.snc, &mpSNC{proc: p, g: g, op: op, kh: kh, rec: -1})
+				kh := m.keyHash(hashes{native: HashKey(seed, codeKey(op.code, &kb))})
+				k.snc = append(k.snc, &cutOp{proc: p, g: g, op: op, kh: kh, rec: -1})
 				// The SNC op's own peak contribution, for the saturation bound.
 				var pos [counting4.MaxK]uint64
 				if !op.remove {
-					for _, q := range mpPositions(m, seed, op.code, pos[:]) {
+					for _, q := range codePositions(m, seed, op.code, pos[:]) {
 						k.bound[q]++
 					}
 				}
@@ -261,9 +261,9 @@ func (k *mpKillTrial) replayLog() error {
 // process's unmatched cut operations of its type, which then has had no
 // effect yet; which one cannot be told, so it becomes a constraint on the
 // solutions (see solve).
-func (k *mpKillTrial) matchRecords() error {
+func (k *killTrial) matchRecords() error {
 	st, snc := k.st, k.snc
-	k.stale = map[mpProcOp]int{}
+	k.stale = map[procOpType]int{}
 	for bi, bz := range k.busy {
 		typ := header.OpWord(bz.op).Op()
 		if f := header.OpWord(bz.op).Filter(); f != 0 {
@@ -283,7 +283,7 @@ func (k *mpKillTrial) matchRecords() error {
 		if bz.chg != 0 || bz.doubt != 0 {
 			return fmt.Errorf("non-idle record %d/%d (op %#x hash %#x changed %#x doubt %#x) names no cut operation of process %d", bz.slot, bz.r, bz.op, bz.hash, bz.chg, bz.doubt, bz.proc)
 		}
-		k.stale[mpProcOp{bz.proc, typ == header.OpRemove}]++
+		k.stale[procOpType{bz.proc, typ == header.OpRemove}]++
 		st.staleHash++
 		st.emptyBusy++
 	}
@@ -304,23 +304,23 @@ func (k *mpKillTrial) matchRecords() error {
 // buildUnknowns adds the recorded Changed positions to base and lists what
 // the file cannot tell: cut operations without a record (nothing or all),
 // records with empty masks, and unresolved Doubt masks.
-func (k *mpKillTrial) buildUnknowns() error {
+func (k *killTrial) buildUnknowns() error {
 	st := k.st
 	var pos [counting4.MaxK]uint64
 	for i, x := range k.snc {
-		p := append([]uint64(nil), mpPositions(k.m, k.seed, x.op.code, pos[:])...)
+		p := append([]uint64(nil), codePositions(k.m, k.seed, x.op.code, pos[:])...)
 		d := int32(1)
 		if x.op.remove {
 			d = -1
 		}
 		if x.rec < 0 {
-			k.unk = append(k.unk, mpUnknown{what: "op", pos: p, delta: d, sncIx: i})
+			k.unk = append(k.unk, unknownEffect{what: "op", pos: p, delta: d, sncIx: i})
 			continue
 		}
 		bz := k.busy[x.rec]
 		if bz.chg == 0 && bz.doubt == 0 {
 			st.emptyBusy++
-			k.unk = append(k.unk, mpUnknown{what: "empty-record-op", pos: p, delta: d, sncIx: i})
+			k.unk = append(k.unk, unknownEffect{what: "empty-record-op", pos: p, delta: d, sncIx: i})
 			continue
 		}
 		if bz.chg>>uint(len(p)) != 0 || bz.doubt>>uint(len(p)) != 0 {
@@ -345,7 +345,7 @@ func (k *mpKillTrial) buildUnknowns() error {
 		if len(dpos) > 0 {
 			st.doubtBits += len(dpos)
 			st.doubtMasks++
-			k.unk = append(k.unk, mpUnknown{what: "doubt", pos: dpos, delta: d, sncIx: i})
+			k.unk = append(k.unk, unknownEffect{what: "doubt", pos: dpos, delta: d, sncIx: i})
 		}
 	}
 	if len(k.unk) > 20 {
@@ -356,7 +356,7 @@ func (k *mpKillTrial) buildUnknowns() error {
 
 // checkExplained: diff = actual - base must be zero outside the unknowns'
 // positions.
-func (k *mpKillTrial) checkExplained() error {
+func (k *killTrial) checkExplained() error {
 	m := k.m
 	k.diff = map[uint64]int32{}
 	for cix := uint64(0); cix < m.desc.Counters; cix++ {
@@ -385,7 +385,7 @@ func (k *mpKillTrial) checkExplained() error {
 // record, and agree with the per-process counts of completed operations in
 // the records. A cut operation counts only if it finished: no record names
 // it and its effect is whole.
-func (k *mpKillTrial) solve() error {
+func (k *killTrial) solve() error {
 	snc, unk := k.snc, k.unk
 	counted := make([]uint64, k.nprocs)
 	for s, p := range k.slotOf {
@@ -415,7 +415,7 @@ func (k *mpKillTrial) solve() error {
 		}
 		counterSols++
 		fin := make([]uint64, k.nprocs)
-		none := map[mpProcOp]int{}
+		none := map[procOpType]int{}
 		for i, u := range unk {
 			if u.what != "op" {
 				continue
@@ -424,7 +424,7 @@ func (k *mpKillTrial) solve() error {
 			if a&(1<<i) != 0 {
 				fin[x.proc]++
 			} else {
-				none[mpProcOp{x.proc, x.op.remove}]++
+				none[procOpType{x.proc, x.op.remove}]++
 			}
 		}
 		for key, n := range k.stale {
@@ -463,7 +463,7 @@ func (k *mpKillTrial) solve() error {
 }
 
 // resolveOutcomes counts how each unknown resolved over the solutions.
-func (k *mpKillTrial) resolveOutcomes() error {
+func (k *killTrial) resolveOutcomes() error {
 	st, sols := k.st, k.sols
 	if len(sols) > 1 {
 		st.cutAmbiguous++
@@ -524,7 +524,7 @@ func (k *mpKillTrial) resolveOutcomes() error {
 }
 
 // checkItems: the item count is exact up to the cut operations.
-func (k *mpKillTrial) checkItems() error {
+func (k *killTrial) checkItems() error {
 	got := int64(atomic.LoadUint64(k.m.items))
 	if got < k.items-int64(len(k.snc)) || got > k.items+int64(len(k.snc)) {
 		return fmt.Errorf("item count %d, replay %d ± %d cut", got, k.items, len(k.snc))

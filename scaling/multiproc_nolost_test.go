@@ -14,18 +14,18 @@ import (
 
 // Test 1: no lost update.
 
-func mpNoLostCfg(nstreams int, racy bool) mpStreamCfg {
-	cfg := mpStreamCfg{Streams: nstreams, MaxLive: 12_000, RemovePct: 40, SharedPct: 30, HotPct: 10, SharedPool: 4096, HotPool: 16}
+func noLostCfg(nstreams int, racy bool) streamCfg {
+	cfg := streamCfg{Streams: nstreams, MaxLive: 12_000, RemovePct: 40, SharedPct: 30, HotPct: 10, SharedPool: 4096, HotPool: 16}
 	if racy {
 		cfg.HotPct, cfg.SharedPct = 90, 5 // hammer a few hot words
 	}
 	return cfg
 }
 
-// mpChildStream runs two goroutines, each its own stream, on one handle. In
+// childStream runs two goroutines, each its own stream, on one handle. In
 // racy mode (the negative control) the counters are changed with a plain,
 // non-atomic read-modify-write instead of the filter's compare-and-swap.
-func mpChildStream() error {
+func childStream() error {
 	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func mpChildStream() error {
 	p, nprocs, ops := children.EnvInt("PROC"), children.EnvInt("NPROCS"), children.EnvU64("OPS")
 	racy := children.Env("RACY") == "1"
 	seed := children.EnvU64("SEED")
-	cfg := mpNoLostCfg(2*nprocs, racy)
+	cfg := noLostCfg(2*nprocs, racy)
 	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
 		return err
 	}
@@ -48,15 +48,15 @@ func mpChildStream() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := newMPStream(cfg, seed, p*2+g)
+			st := newOpStream(cfg, seed, p*2+g)
 			var pos [counting4.MaxK]uint64
 			for i := uint64(0); i < ops; i++ {
 				op := st.next()
 				if racy {
-					mpRacyApply(f, seed, op, pos[:])
+					racyApply(f, seed, op, pos[:])
 					continue
 				}
-				if err := mpApply(f, op); err != nil {
+				if err := applyOp(f, op); err != nil {
 					errc <- fmt.Errorf("stream %d op %d (%+v): %w", p*2+g, i, op, err)
 					return
 				}
@@ -68,22 +68,22 @@ func mpChildStream() error {
 	return <-errc
 }
 
-var mpSpinSink atomic.Uint64
+var spinSink atomic.Uint64
 
-// mpRacyApply is the negative control's broken counter update: load, a short
+// racyApply is the negative control's broken counter update: load, a short
 // spin to widen the window, plain store. Concurrent updates of the same word
 // from other processes are lost.
-func mpRacyApply(f *Filter, seed uint64, op mpOp, pos []uint64) {
+func racyApply(f *Filter, seed uint64, op streamOp, pos []uint64) {
 	m := f.chain.Load().f[0]
 	w := m.cf.Words()
-	for _, p := range mpPositions(m, seed, op.code, pos) {
+	for _, p := range codePositions(m, seed, op.code, pos) {
 		d := uint64(1) << ((p & 15) * 4)
 		v := w[p>>4]
 		s := uint64(0)
 		for j := uint64(0); j < 40; j++ {
 			s += j * v
 		}
-		mpSpinSink.Store(s)
+		spinSink.Store(s)
 		if op.remove {
 			w[p>>4] = v - d
 		} else {
@@ -92,7 +92,7 @@ func mpRacyApply(f *Filter, seed uint64, op mpOp, pos []uint64) {
 	}
 }
 
-type mpNoLostResult struct {
+type noLostResult struct {
 	counters, diffCounters int
 	bound                  int32
 	items, wantItems       uint64
@@ -100,7 +100,7 @@ type mpNoLostResult struct {
 	elapsed                time.Duration
 }
 
-func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
+func runNoLost(t *testing.T, racy bool) noLostResult {
 	const nprocs = 4
 	ops := 250_000
 	if testing.Short() || racy {
@@ -131,7 +131,7 @@ func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
 			childproc.KV("OPS", ops), childproc.KV("SEED", uint64(seed)), childproc.KV("RACY", racyFlag)))
 	}
 	childproc.WaitAll(t, ctl, procs, 5*time.Minute)
-	res := mpNoLostResult{elapsed: time.Since(start), ops: uint64(nprocs * 2 * ops)}
+	res := noLostResult{elapsed: time.Since(start), ops: uint64(nprocs * 2 * ops)}
 
 	// The file, as the children left it.
 	ff, err := Open(path, nil)
@@ -147,13 +147,13 @@ func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
 
 	// Sequential replay of every stream, and the saturation bound over
 	// every interleaving.
-	cfg := mpNoLostCfg(2*nprocs, racy)
+	cfg := noLostCfg(2*nprocs, racy)
 	want := make([]int32, fm.desc.Counters)
 	bound := make([]int32, fm.desc.Counters)
 	for s := 0; s < 2*nprocs; s++ {
-		res.wantItems += uint64(len(mpReplay(fm, seed, cfg, s, uint64(ops), want, bound).live))
+		res.wantItems += uint64(len(replayStream(fm, seed, cfg, s, uint64(ops), want, bound).live))
 	}
-	res.bound = mpMaxBound(bound)
+	res.bound = maxBound(bound)
 	res.counters = len(want)
 	for c, w := range want {
 		if got := int32(fm.cf.Get(uint64(c))); got != w {
@@ -170,7 +170,7 @@ func mpRunNoLost(t *testing.T, racy bool) mpNoLostResult {
 // TestMPNoLostUpdate: 4 processes × 2 goroutines of mixed Add/Remove on one
 // file; every counter word must equal a sequential replay of all streams.
 func TestMPNoLostUpdate(t *testing.T) {
-	r := mpRunNoLost(t, false)
+	r := runNoLost(t, false)
 	t.Logf("%d ops by 4 processes × 2 goroutines in %v (%.0f ns/op wall); %d counters compared; max counter bound %d; items %d (replay %d)",
 		r.ops, r.elapsed.Round(time.Millisecond), float64(r.elapsed.Nanoseconds())/float64(r.ops), r.counters, r.bound, r.items, r.wantItems)
 	if r.bound >= 15 {
@@ -188,7 +188,7 @@ func TestMPNoLostUpdate(t *testing.T) {
 // deliberately non-atomic counter update must find lost updates, or the
 // check above proves nothing.
 func TestMPNoLostUpdateControl(t *testing.T) {
-	r := mpRunNoLost(t, true)
+	r := runNoLost(t, true)
 	t.Logf("control: %d ops in %v; %d of %d counters differ from the replay; max counter bound %d",
 		r.ops, r.elapsed.Round(time.Millisecond), r.diffCounters, r.counters, r.bound)
 	if r.diffCounters == 0 {

@@ -9,9 +9,9 @@ import (
 	"github.com/dablooms/dablooms/internal/childproc"
 )
 
-// mpChildOpen opens the file read-write without AllowUnclean, as a second
+// childOpen opens the file read-write without AllowUnclean, as a second
 // writer process starting up would, and reports the outcome.
-func mpChildOpen() error {
+func childOpen() error {
 	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
 		return err

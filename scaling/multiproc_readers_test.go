@@ -17,14 +17,14 @@ import (
 // Test 4: readers never see a false negative.
 
 const (
-	mpRdStreams = 4  // 2 writer processes × 2 goroutines
-	mpRdDone    = 32 // word set by the parent when every writer finished
-	mpRdOpened  = 40 // word set by the reader once it has opened the file
+	readerStreams    = 4  // 2 writer processes × 2 goroutines
+	writersDoneWord  = 32 // word set by the parent when every writer finished
+	readerOpenedWord = 40 // word set by the reader once it has opened the file
 )
 
-func mpRdKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
+func permKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
 
-func mpChildReaderWriter() error {
+func childReaderWriter() error {
 	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
 	if err != nil {
 		return err
@@ -43,8 +43,8 @@ func mpChildReaderWriter() error {
 			defer wg.Done()
 			w := p*2 + g
 			for i := 0; i < n; i++ {
-				id := uint64(i*mpRdStreams+w) * 2
-				if err := f.Add(mpRdKey(w, i), id); err != nil {
+				id := uint64(i*readerStreams+w) * 2
+				if err := f.Add(permKey(w, i), id); err != nil {
 					errc <- err
 					return
 				}
@@ -73,7 +73,7 @@ func mpChildReaderWriter() error {
 	return <-errc
 }
 
-type mpReaderReport struct {
+type readerReport struct {
 	Checks, FalseNeg, Rounds int
 	Concurrent               int // lookups made before the writers had finished
 	First                    []string
@@ -81,7 +81,7 @@ type mpReaderReport struct {
 	FiltersSeen              []int // chain lengths seen, in order
 }
 
-func mpChildReader() error {
+func childReader() error {
 	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
 	if err != nil {
 		return err
@@ -91,13 +91,13 @@ func mpChildReader() error {
 		return err
 	}
 	defer f.Close()
-	mk.Store(mpRdOpened, 1)
-	var rep mpReaderReport
+	mk.Store(readerOpenedWord, 1)
+	var rep readerReport
 	rng := rand.New(rand.NewPCG(1, 2))
-	checked := make([]int, mpRdStreams)
+	checked := make([]int, readerStreams)
 	check := func(w, i int) {
 		rep.Checks++
-		if !f.Contains(mpRdKey(w, i)) {
+		if !f.Contains(permKey(w, i)) {
 			rep.FalseNeg++
 			if len(rep.First) < 10 {
 				rep.First = append(rep.First, fmt.Sprintf("writer %d key %d (chain of %d)", w, i, len(f.chain.Load().f)))
@@ -106,8 +106,8 @@ func mpChildReader() error {
 	}
 	last := 0
 	for {
-		done := mk.Load(mpRdDone) != 0
-		for w := 0; w < mpRdStreams; w++ {
+		done := mk.Load(writersDoneWord) != 0
+		for w := 0; w < readerStreams; w++ {
 			hi := int(mk.Load(8 * w)) // read the marker BEFORE looking up
 			for i := checked[w]; i < hi; i++ {
 				check(w, i)
@@ -128,7 +128,7 @@ func mpChildReader() error {
 		rep.Concurrent = rep.Checks
 	}
 	// Final pass over everything.
-	for w := 0; w < mpRdStreams; w++ {
+	for w := 0; w < readerStreams; w++ {
 		for i := 0; i < int(mk.Load(8*w)); i++ {
 			check(w, i)
 		}
@@ -166,20 +166,20 @@ func TestMPReaders(t *testing.T) {
 	reader := children.Start(t, "reader", "reader", childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("REPORT", report))
 	// The writers start once the reader has opened the file: an Open racing
 	// a writer's first dirty mark is TestMPOpenDuringFirstMark's matter.
-	childproc.Await(t, reader, func() bool { return mk.Load(mpRdOpened) != 0 })
+	childproc.Await(t, reader, func() bool { return mk.Load(readerOpenedWord) != 0 })
 	var writers []*childproc.Proc
 	for p := 0; p < 2; p++ {
 		writers = append(writers, children.Start(t, fmt.Sprintf("writer-%d", p), "rwriter",
 			childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("PROC", p), childproc.KV("KEYS", keys)))
 	}
 	childproc.WaitAll(t, nil, writers, 5*time.Minute)
-	mk.Store(mpRdDone, 1)
+	mk.Store(writersDoneWord, 1)
 	childproc.WaitAll(t, nil, []*childproc.Proc{reader}, 5*time.Minute)
 	b, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep mpReaderReport
+	var rep readerReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestMPReaders(t *testing.T) {
 	if rep.FalseNeg != 0 {
 		t.Errorf("%d false negatives, first: %v", rep.FalseNeg, rep.First)
 	}
-	if rep.Concurrent < mpRdStreams*keys/2 {
+	if rep.Concurrent < readerStreams*keys/2 {
 		t.Errorf("only %d lookups while the writers ran", rep.Concurrent)
 	}
 	if len(rep.FiltersSeen) < 2 {

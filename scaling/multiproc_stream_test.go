@@ -19,19 +19,19 @@ import (
 // independent, so a sequential replay must equal any interleaving).
 
 const (
-	mpKindPrivate = 1
-	mpKindShared  = 2
-	mpKindHot     = 3
+	kindPrivate = 1
+	kindShared  = 2
+	kindHot     = 3
 )
 
-func mpKeyCode(kind, group, n uint64) uint64 { return kind<<60 | group<<44 | n }
+func keyCode(kind, group, n uint64) uint64 { return kind<<60 | group<<44 | n }
 
-func mpKey(code uint64, buf *[8]byte) []byte {
+func codeKey(code uint64, buf *[8]byte) []byte {
 	binary.LittleEndian.PutUint64(buf[:], code)
 	return buf[:]
 }
 
-type mpStreamCfg struct {
+type streamCfg struct {
 	Streams    int // total number of streams (ids are i*Streams + s)
 	MaxLive    int // a stream removes when it holds this many entries
 	RemovePct  int // chance (%) of a remove when the stream holds entries
@@ -41,28 +41,28 @@ type mpStreamCfg struct {
 	HotPool    int
 }
 
-type mpEntry struct{ code, id uint64 }
+type liveEntry struct{ code, id uint64 }
 
-type mpOp struct {
+type streamOp struct {
 	remove bool
 	code   uint64
 	id     uint64
 }
 
-type mpStream struct {
-	cfg  mpStreamCfg
+type opStream struct {
+	cfg  streamCfg
 	s    int
 	rng  *rand.Rand
 	i    uint64
-	live []mpEntry
+	live []liveEntry
 	held map[uint64]struct{}
 }
 
-func newMPStream(cfg mpStreamCfg, seed uint64, s int) *mpStream {
-	return &mpStream{cfg: cfg, s: s, rng: rand.New(rand.NewPCG(seed, uint64(s)*0x9E3779B97F4A7C15+1)), held: map[uint64]struct{}{}}
+func newOpStream(cfg streamCfg, seed uint64, s int) *opStream {
+	return &opStream{cfg: cfg, s: s, rng: rand.New(rand.NewPCG(seed, uint64(s)*0x9E3779B97F4A7C15+1)), held: map[uint64]struct{}{}}
 }
 
-func (st *mpStream) next() mpOp {
+func (st *opStream) next() streamOp {
 	c := &st.cfg
 	st.i++
 	if n := len(st.live); n > 0 && (n >= c.MaxLive || st.rng.IntN(100) < c.RemovePct) {
@@ -71,17 +71,17 @@ func (st *mpStream) next() mpOp {
 		st.live[k] = st.live[n-1]
 		st.live = st.live[:n-1]
 		delete(st.held, e.code)
-		return mpOp{remove: true, code: e.code, id: e.id}
+		return streamOp{remove: true, code: e.code, id: e.id}
 	}
 	id := st.i*uint64(c.Streams) + uint64(st.s) // increasing per stream
-	code := mpKeyCode(mpKindPrivate, uint64(st.s), st.i)
+	code := keyCode(kindPrivate, uint64(st.s), st.i)
 	r := st.rng.IntN(100)
 	cand := uint64(0)
 	switch {
 	case r < c.HotPct && c.HotPool > 0:
-		cand = mpKeyCode(mpKindHot, uint64(st.s%2), uint64(st.rng.IntN(c.HotPool)))
+		cand = keyCode(kindHot, uint64(st.s%2), uint64(st.rng.IntN(c.HotPool)))
 	case r < c.HotPct+c.SharedPct && c.SharedPool > 0:
-		cand = mpKeyCode(mpKindShared, uint64(st.s%(c.Streams/2)), uint64(st.rng.IntN(c.SharedPool)))
+		cand = keyCode(kindShared, uint64(st.s%(c.Streams/2)), uint64(st.rng.IntN(c.SharedPool)))
 	}
 	if cand != 0 {
 		if _, ok := st.held[cand]; !ok {
@@ -89,35 +89,35 @@ func (st *mpStream) next() mpOp {
 			st.held[code] = struct{}{}
 		}
 	}
-	st.live = append(st.live, mpEntry{code, id})
-	return mpOp{code: code, id: id}
+	st.live = append(st.live, liveEntry{code, id})
+	return streamOp{code: code, id: id}
 }
 
-func mpApply(f *Filter, op mpOp) error {
+func applyOp(f *Filter, op streamOp) error {
 	var b [8]byte
-	k := mpKey(op.code, &b)
+	k := codeKey(op.code, &b)
 	if op.remove {
 		return f.Remove(k, op.id)
 	}
 	return f.Add(k, op.id)
 }
 
-// mpPositions returns the counters key code maps to in filter m.
-func mpPositions(m *member, seed, code uint64, pos []uint64) []uint64 {
+// codePositions returns the counters key code maps to in filter m.
+func codePositions(m *member, seed, code uint64, pos []uint64) []uint64 {
 	var b [8]byte
 	p := pos[:m.desc.K]
-	m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, mpKey(code, &b))}), p)
+	m.cf.Positions(m.keyHash(hashes{native: HashKey(seed, codeKey(code, &b))}), p)
 	return p
 }
 
-// mpReplay applies the first n operations of stream s to total (one int32
+// replayStream applies the first n operations of stream s to total (one int32
 // per counter of filter m) and adds the stream's own peak per counter to
 // bound: Σ over streams of each stream's peak bounds the counter in any
 // interleaving, so bound < 15 proves no counter ever saturated. It returns
 // the stream, whose next operation is number n and whose live entries are
 // the items the n operations left.
-func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, bound []int32) *mpStream {
-	st := newMPStream(cfg, seed, s)
+func replayStream(m *member, seed uint64, cfg streamCfg, s int, n uint64, total, bound []int32) *opStream {
+	st := newOpStream(cfg, seed, s)
 	cur := make([]int16, len(total))
 	peak := make([]int16, len(total))
 	var pos [counting4.MaxK]uint64
@@ -127,7 +127,7 @@ func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, b
 		if op.remove {
 			d = -1
 		}
-		for _, p := range mpPositions(m, seed, op.code, pos[:]) {
+		for _, p := range codePositions(m, seed, op.code, pos[:]) {
 			total[p] += int32(d)
 			cur[p] += d
 			peak[p] = max(peak[p], cur[p])
@@ -139,7 +139,7 @@ func mpReplay(m *member, seed uint64, cfg mpStreamCfg, s int, n uint64, total, b
 	return st
 }
 
-func mpMaxBound(bound []int32) int32 {
+func maxBound(bound []int32) int32 {
 	var mx int32
 	for _, v := range bound {
 		mx = max(mx, v)

@@ -35,21 +35,21 @@ func TestMPChild(t *testing.T) {
 	var err error
 	switch mode {
 	case "stream":
-		err = mpChildStream()
+		err = childStream()
 	case "grow":
-		err = mpChildGrow()
+		err = childGrow()
 	case "kill":
-		err = mpChildKill()
+		err = childKill()
 	case "rwriter":
-		err = mpChildReaderWriter()
+		err = childReaderWriter()
 	case "reader":
-		err = mpChildReader()
+		err = childReader()
 	case "bench":
-		err = mpChildBench()
+		err = childBench()
 	case "open":
-		err = mpChildOpen()
+		err = childOpen()
 	case "stress":
-		err = mpChildStress()
+		err = childStress()
 	default:
 		err = fmt.Errorf("unknown child role %q", mode)
 	}

@@ -12,14 +12,14 @@ import (
 )
 
 const (
-	t2ChildEnv     = "DABLOOMS_T2_CHILD"
-	t2ChildKeys    = 20_000
-	t2ChildAbsent  = 20_000
-	t2ChildRemoval = 7 // the child removes every 7th key
+	persistChildEnv     = "DABLOOMS_T2_CHILD"
+	persistChildKeys    = 20_000
+	persistChildAbsent  = 20_000
+	persistChildRemoval = 7 // the child removes every 7th key
 )
 
-// t2ChildReport is what the child writes next to the file it made.
-type t2ChildReport struct {
+// persistChildReport is what the child writes next to the file it made.
+type persistChildReport struct {
 	Seed       uint64
 	Mem, Disk  uint64
 	Filters    int
@@ -31,12 +31,12 @@ type t2ChildReport struct {
 }
 
 // TestPersistChild is the child process of TestPersistAcrossProcesses: it
-// runs only when the parent re-executes the test binary with t2ChildEnv set
-// to a path. It creates the file (random seed), adds t2ChildKeys keys with
+// runs only when the parent re-executes the test binary with persistChildEnv set
+// to a path. It creates the file (random seed), adds persistChildKeys keys with
 // increasing ids (the chain grows), removes every 7th, flushes, writes its
 // answers to path+".json" and exits without closing the filter.
 func TestPersistChild(t *testing.T) {
-	path := os.Getenv(t2ChildEnv)
+	path := os.Getenv(persistChildEnv)
 	if path == "" {
 		t.Skip("helper process of TestPersistAcrossProcesses")
 	}
@@ -49,27 +49,27 @@ func TestPersistChild(t *testing.T) {
 		fail("create", err)
 	}
 	var buf []byte
-	for i := range t2ChildKeys {
-		buf = t2Key(buf, "key-", i)
+	for i := range persistChildKeys {
+		buf = makeKey(buf, "key-", i)
 		if err := f.Add(buf, uint64(i)); err != nil {
 			fail("add", err)
 		}
 	}
-	for i := 0; i < t2ChildKeys; i += t2ChildRemoval {
-		buf = t2Key(buf, "key-", i)
+	for i := 0; i < persistChildKeys; i += persistChildRemoval {
+		buf = makeKey(buf, "key-", i)
 		if err := f.Remove(buf, uint64(i)); err != nil {
 			fail("remove", err)
 		}
 	}
-	rep := t2ChildReport{Seed: f.Params().Seed}
+	rep := persistChildReport{Seed: f.Params().Seed}
 	if err := f.Flush(); err != nil {
 		rep.FlushError = err.Error()
 	}
-	for i := range t2ChildKeys {
-		rep.Present = append(rep.Present, "01"[t2Bool(f.Contains(t2Key(buf, "key-", i)))])
+	for i := range persistChildKeys {
+		rep.Present = append(rep.Present, "01"[boolInt(f.Contains(makeKey(buf, "key-", i)))])
 	}
-	for i := range t2ChildAbsent {
-		rep.Absent = append(rep.Absent, "01"[t2Bool(f.Contains(t2Key(buf, "absent-", i)))])
+	for i := range persistChildAbsent {
+		rep.Absent = append(rep.Absent, "01"[boolInt(f.Contains(makeKey(buf, "absent-", i)))])
 	}
 	st := f.Stats()
 	rep.Mem, rep.Disk, rep.Filters, rep.Count, rep.Condition = f.MemSeqnum(), f.DiskSeqnum(), len(st.Filters), st.Count, f.Condition().String()
@@ -83,7 +83,7 @@ func TestPersistChild(t *testing.T) {
 	os.Exit(0) // no Close: the process just ends (paniconexit0 is not set in the child)
 }
 
-func t2Bool(b bool) int {
+func boolInt(b bool) int {
 	if b {
 		return 1
 	}
@@ -96,7 +96,7 @@ func t2Bool(b bool) int {
 func TestPersistAcrossProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "child.dbl")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPersistChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), t2ChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), persistChildEnv+"="+path)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
@@ -104,28 +104,28 @@ func TestPersistAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep t2ChildReport
+	var rep persistChildReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.FlushError != "" {
 		t.Fatalf("child's Flush: %s", rep.FlushError)
 	}
-	wantMem := uint64(t2ChildKeys + (t2ChildKeys+t2ChildRemoval-1)/t2ChildRemoval)
+	wantMem := uint64(persistChildKeys + (persistChildKeys+persistChildRemoval-1)/persistChildRemoval)
 	if rep.Mem != wantMem || rep.Disk != wantMem || rep.Condition != "clean" {
 		t.Fatalf("child saw mem %d disk %d %s, want %d %d clean", rep.Mem, rep.Disk, rep.Condition, wantMem, wantMem)
 	}
 	if rep.Filters < 3 {
 		t.Fatalf("child's chain has %d filters, want growth (≥ 3)", rep.Filters)
 	}
-	for i := range t2ChildKeys {
-		if i%t2ChildRemoval != 0 && rep.Present[i] != '1' {
+	for i := range persistChildKeys {
+		if i%persistChildRemoval != 0 && rep.Present[i] != '1' {
 			t.Fatalf("child: false negative for key %d", i)
 		}
 	}
 	t.Logf("child: seed %#x, %d filters, %d items, mem = disk = %d", rep.Seed, rep.Filters, rep.Count, rep.Mem)
 
-	before := t2Identify(t, path)
+	before := identify(t, path)
 	for _, ro := range []bool{true, false} {
 		f, err := Open(path, &OpenOptions{ReadOnly: ro})
 		if err != nil {
@@ -140,30 +140,30 @@ func TestPersistAcrossProcesses(t *testing.T) {
 		}
 		var buf []byte
 		diff := 0
-		for i := range t2ChildKeys {
-			if got := "01"[t2Bool(f.Contains(t2Key(buf, "key-", i)))]; got != rep.Present[i] {
+		for i := range persistChildKeys {
+			if got := "01"[boolInt(f.Contains(makeKey(buf, "key-", i)))]; got != rep.Present[i] {
 				diff++
 			}
 		}
-		for i := range t2ChildAbsent {
-			if got := "01"[t2Bool(f.Contains(t2Key(buf, "absent-", i)))]; got != rep.Absent[i] {
+		for i := range persistChildAbsent {
+			if got := "01"[boolInt(f.Contains(makeKey(buf, "absent-", i)))]; got != rep.Absent[i] {
 				diff++
 			}
 		}
 		if diff != 0 {
-			t.Errorf("read-only %v: %d of %d answers differ from the child's", ro, diff, t2ChildKeys+t2ChildAbsent)
+			t.Errorf("read-only %v: %d of %d answers differ from the child's", ro, diff, persistChildKeys+persistChildAbsent)
 		}
 		if ro {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if after := t2Identify(t, path); after != before {
+			if after := identify(t, path); after != before {
 				t.Fatal("a read-only open changed the file")
 			}
 			continue
 		}
 		// The reopened writer continues the child's count.
-		if err := f.AddString("after-reopen", t2ChildKeys); err != nil {
+		if err := f.AddString("after-reopen", persistChildKeys); err != nil {
 			t.Fatal(err)
 		}
 		if f.MemSeqnum() != rep.Mem+1 || f.DiskSeqnum() != 0 || f.Condition() != Unflushed {
@@ -179,9 +179,9 @@ func TestPersistAcrossProcesses(t *testing.T) {
 // handle: mem counts completed modifications, disk equals mem right after a
 // Flush and is 0 after the next change, the condition follows.
 func TestPersistSeqnums(t *testing.T) {
-	for _, mode := range []t2Mode{t2File, t2Mem} {
+	for _, mode := range []storeMode{inFile, inMemory} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, path := t2New(t, mode, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
+			f, path := newStore(t, mode, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
 			check := func(when string, mem, disk uint64, c Condition) {
 				t.Helper()
 				if f.MemSeqnum() != mem || f.DiskSeqnum() != disk || f.Condition() != c {
@@ -195,7 +195,7 @@ func TestPersistSeqnums(t *testing.T) {
 			check("new", 0, 0, Clean)
 			const n = 250 // the chain grows twice on the way
 			for i := range n {
-				if err := f.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+				if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
@@ -215,7 +215,7 @@ func TestPersistSeqnums(t *testing.T) {
 			// A Remove that finds nothing changes nothing, not even the state.
 			absent := ""
 			for i := 0; absent == ""; i++ {
-				if k := t2KeyS("absent-", i); !f.ContainsString(k) {
+				if k := keyString("absent-", i); !f.ContainsString(k) {
 					absent = k
 				}
 			}
@@ -224,7 +224,7 @@ func TestPersistSeqnums(t *testing.T) {
 			}
 			check("after a failed remove", n, n, Clean)
 
-			if err := f.RemoveString(t2KeyS("key-", 3), 3); err != nil {
+			if err := f.RemoveString(keyString("key-", 3), 3); err != nil {
 				t.Fatal(err)
 			}
 			check("after a remove", n+1, 0, Unflushed)
@@ -236,7 +236,7 @@ func TestPersistSeqnums(t *testing.T) {
 				t.Fatal(err)
 			}
 			check("after the second flush", n+2, n+2, Clean)
-			if mode == t2Mem {
+			if mode == inMemory {
 				return
 			}
 			if err := f.Close(); err != nil {
@@ -249,7 +249,7 @@ func TestPersistSeqnums(t *testing.T) {
 			defer g.Close()
 			f = g
 			check("reopened", n+2, n+2, Clean)
-			if !f.ContainsString("one-more") || !f.ContainsString(t2KeyS("key-", n-1)) {
+			if !f.ContainsString("one-more") || !f.ContainsString(keyString("key-", n-1)) {
 				t.Fatal("keys lost across reopen")
 			}
 			if err := f.AddString("after-reopen", 1001); err != nil {
@@ -270,7 +270,7 @@ func TestPersistReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		w.AddString(t2KeyS("key-", i), uint64(i))
+		w.AddString(keyString("key-", i), uint64(i))
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
@@ -278,25 +278,25 @@ func TestPersistReadOnly(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := t2Identify(t, path)
+	before := identify(t, path)
 	r, err := Open(path, &OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range []error{r.AddString("x", 1), r.Add(nil, 1), r.RemoveString(t2KeyS("key-", 1), 1), r.Flush()} {
+	for _, err := range []error{r.AddString("x", 1), r.Add(nil, 1), r.RemoveString(keyString("key-", 1), 1), r.Flush()} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Fatalf("modification on a read-only handle: %v, want ErrReadOnly", err)
 		}
 	}
 	for i := range 50 {
-		if !r.ContainsString(t2KeyS("key-", i)) {
+		if !r.ContainsString(keyString("key-", i)) {
 			t.Fatalf("read-only handle: key %d absent", i)
 		}
 	}
 	if st := r.Stats(); st.Count != 50 || len(st.Filters) != 1 || st.Condition != Clean {
 		t.Fatalf("read-only Stats: %d items, %d filters, %v", st.Count, len(st.Filters), st.Condition)
 	}
-	if after := t2Identify(t, path); after != before {
+	if after := identify(t, path); after != before {
 		t.Fatal("read-only handle changed the file")
 	}
 
@@ -307,10 +307,10 @@ func TestPersistReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 50; i < 400; i++ {
-		if err := w.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+		if err := w.AddString(keyString("key-", i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
-		if !r.ContainsString(t2KeyS("key-", i)) {
+		if !r.ContainsString(keyString("key-", i)) {
 			t.Fatalf("read-only handle misses key %d just added by the writer", i)
 		}
 	}
@@ -384,9 +384,9 @@ func TestPersistClosed(t *testing.T) {
 // TestPersistEmptyKey: the empty key is a key like any other (the original's
 // Go binding panicked on it), in every spelling and across a reopen.
 func TestPersistEmptyKey(t *testing.T) {
-	for _, mode := range []t2Mode{t2File, t2Mem} {
+	for _, mode := range []storeMode{inFile, inMemory} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, path := t2New(t, mode, &Options{Capacity: 100, Seed: 12})
+			f, path := newStore(t, mode, &Options{Capacity: 100, Seed: 12})
 			if f.Contains(nil) || f.ContainsString("") {
 				t.Fatal("empty key present in an empty filter")
 			}
@@ -407,7 +407,7 @@ func TestPersistEmptyKey(t *testing.T) {
 			if !f.ContainsString("") {
 				t.Fatal("empty key added twice, removed once: absent")
 			}
-			if mode == t2File {
+			if mode == inFile {
 				if err := f.Flush(); err != nil {
 					t.Fatal(err)
 				}
@@ -448,7 +448,7 @@ func TestPersistCreateExisting(t *testing.T) {
 	f.AddString("old", 1)
 	f.Flush()
 	f.Close()
-	before := t2Identify(t, path)
+	before := identify(t, path)
 	if g, err := Create(path, &Options{Capacity: 100}); !errors.Is(err, ErrExists) {
 		if g != nil {
 			g.Close()
@@ -463,7 +463,7 @@ func TestPersistCreateExisting(t *testing.T) {
 	if b, _ := os.ReadFile(other); !bytes.Equal(b, []byte("not mine")) {
 		t.Fatal("refused Create changed the existing file")
 	}
-	if after := t2Identify(t, path); after != before {
+	if after := identify(t, path); after != before {
 		t.Fatal("refused Create changed the existing file")
 	}
 	g, err := Create(path, &Options{Capacity: 100, Seed: 14, Overwrite: true})

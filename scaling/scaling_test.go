@@ -1,8 +1,8 @@
 package scaling
 
-// Shared helpers of the scaling tests written by "t2" (defects, accuracy,
-// persistence, concurrency, fuzz, benchmarks). Every helper is prefixed t2 so
-// it cannot clash with helpers of other test files of the package.
+// Helpers shared by the scaling tests (defects, accuracy, persistence,
+// concurrency, fuzz, benchmarks): keys, filters in a file or in memory, file
+// identity and counter snapshots.
 
 import (
 	"crypto/sha256"
@@ -19,13 +19,13 @@ import (
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
-// t2Key writes prefix and i zero-padded to 12 digits into dst[:0]: the
+// makeKey writes prefix and i zero-padded to 12 digits into dst[:0]: the
 // `key-%012d` family without fmt (so key generation stays cheap in the big
 // accuracy runs and never allocates once dst is large enough).
-func t2Key(dst []byte, prefix string, i int) []byte { return t2AppendKey(dst[:0], prefix, i) }
+func makeKey(dst []byte, prefix string, i int) []byte { return appendKey(dst[:0], prefix, i) }
 
-// t2AppendKey appends the key t2Key makes to dst.
-func t2AppendKey(dst []byte, prefix string, i int) []byte {
+// appendKey appends the key makeKey makes to dst.
+func appendKey(dst []byte, prefix string, i int) []byte {
 	dst = append(dst, prefix...)
 	var d [20]byte
 	s := strconv.AppendInt(d[:0], int64(i), 10)
@@ -35,25 +35,25 @@ func t2AppendKey(dst []byte, prefix string, i int) []byte {
 	return append(dst, s...)
 }
 
-// t2KeyS is t2Key returning a string.
-func t2KeyS(prefix string, i int) string { return string(t2Key(nil, prefix, i)) }
+// keyString is makeKey returning a string.
+func keyString(prefix string, i int) string { return string(makeKey(nil, prefix, i)) }
 
-// t2Mode says whether a filter lives in a file or in memory.
-type t2Mode string
+// storeMode says whether a filter lives in a file or in memory.
+type storeMode string
 
 const (
-	t2File t2Mode = "file"
-	t2Mem  t2Mode = "memory"
+	inFile   storeMode = "file"
+	inMemory storeMode = "memory"
 )
 
-// t2New creates a filter in the given mode; a file filter lives in a fresh
+// newStore creates a filter in the given mode; a file filter lives in a fresh
 // temporary directory and is closed at the end of the test. path is "" in
 // memory mode.
-func t2New(t testing.TB, mode t2Mode, o *Options) (f *Filter, path string) {
+func newStore(t testing.TB, mode storeMode, o *Options) (f *Filter, path string) {
 	t.Helper()
 	var err error
-	if mode == t2File {
-		path = filepath.Join(t.TempDir(), "t2.dbl")
+	if mode == inFile {
+		path = filepath.Join(t.TempDir(), "store.dbl")
 		f, err = Create(path, o)
 	} else {
 		f, err = NewMemory(o)
@@ -65,23 +65,23 @@ func t2New(t testing.TB, mode t2Mode, o *Options) (f *Filter, path string) {
 	return f, path
 }
 
-// t2FileID is a file's content hash and size.
-type t2FileID struct {
+// fileID is a file's content hash and size.
+type fileID struct {
 	sum  [32]byte
 	size int64
 }
 
-func t2Identify(t testing.TB, path string) t2FileID {
+func identify(t testing.TB, path string) fileID {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return t2FileID{sha256.Sum256(b), int64(len(b))}
+	return fileID{sha256.Sum256(b), int64(len(b))}
 }
 
-// t2Snapshot copies the counter words of every filter of the chain.
-func t2Snapshot(f *Filter) [][]uint64 {
+// counterWords copies the counter words of every filter of the chain.
+func counterWords(f *Filter) [][]uint64 {
 	var s [][]uint64
 	for _, m := range f.chain.Load().f {
 		s = append(s, slices.Clone(m.cf.Words()))
@@ -89,13 +89,13 @@ func t2Snapshot(f *Filter) [][]uint64 {
 	return s
 }
 
-// t2SameWords reports whether two snapshots are equal word for word.
-func t2SameWords(a, b [][]uint64) bool {
+// sameWords reports whether two snapshots are equal word for word.
+func sameWords(a, b [][]uint64) bool {
 	return slices.EqualFunc(a, b, func(x, y []uint64) bool { return slices.Equal(x, y) })
 }
 
-// t2NonZeroWords counts the non-zero counter words of every filter.
-func t2NonZeroWords(f *Filter) (n int) {
+// nonZeroWords counts the non-zero counter words of every filter.
+func nonZeroWords(f *Filter) (n int) {
 	for _, m := range f.chain.Load().f {
 		for _, w := range m.cf.Words() {
 			if w != 0 {
@@ -106,10 +106,10 @@ func t2NonZeroWords(f *Filter) (n int) {
 	return n
 }
 
-// t2SmallFile writes a small, valid, flushed file (fixed seed, two filters)
+// smallFile writes a small, valid, flushed file (fixed seed, two filters)
 // and returns its bytes. It is the seed of the fuzz targets and of the
 // corrupt-file tests.
-func t2SmallFile(t testing.TB) (path string, b []byte) {
+func smallFile(t testing.TB) (path string, b []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "small.dbl")
 	f, err := Create(path, &Options{Capacity: 200, ErrorRate: 0.05, Seed: 0x5eed})
@@ -117,7 +117,7 @@ func t2SmallFile(t testing.TB) (path string, b []byte) {
 		t.Fatal(err)
 	}
 	for i := range 300 { // 200 fill filter 0, 100 go to filter 1
-		if err := f.AddString(t2KeyS("key-", i), uint64(i)); err != nil {
+		if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,10 +134,10 @@ func t2SmallFile(t testing.TB) (path string, b []byte) {
 	return path, b
 }
 
-// t2OpenErrorOK reports whether err is an error Open may return for hostile
+// openErrorOK reports whether err is an error Open may return for hostile
 // bytes: one wrapping a header sentinel, an unclean-state or no-slot refusal
 // (the hot words are input too), or a plain I/O error.
-func t2OpenErrorOK(err error) bool {
+func openErrorOK(err error) bool {
 	for _, s := range []error{ErrNotDablooms, ErrVersion, ErrChecksum, ErrCorrupt, ErrUnclean, ErrNoSlot, mmapfile.ErrFault} {
 		if errors.Is(err, s) {
 			return true
@@ -148,9 +148,9 @@ func t2OpenErrorOK(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
-// t2Race reports whether the test binary was built with -race (which makes
+// raceEnabled reports whether the test binary was built with -race (which makes
 // the big single-goroutine loops about ten times slower).
-func t2Race() bool {
+func raceEnabled() bool {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return false
@@ -169,8 +169,8 @@ func TestT2Key(t *testing.T) {
 		i    int
 		want string
 	}{{0, "key-000000000000"}, {42, "key-000000000042"}, {987654321, "key-000987654321"}} {
-		if got := t2KeyS("key-", c.i); got != c.want {
-			t.Errorf("t2Key(%d) = %q, want %q", c.i, got, c.want)
+		if got := keyString("key-", c.i); got != c.want {
+			t.Errorf("makeKey(%d) = %q, want %q", c.i, got, c.want)
 		}
 	}
 }

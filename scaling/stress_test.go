@@ -57,21 +57,21 @@ const (
 
 // Shared-memory words of a round.
 const (
-	stAbort   = childproc.CtlAbort // set by childproc.WaitAll when a child failed
-	stFull    = 1                  // some Add got ErrFull: the round ends at the next phase boundary
-	stFails   = 2                  // failures recorded by any process
-	stBarrier = 3                  // arrivals at barriers, over the whole round
-	stAdds    = 16                 // + process: Adds that returned nil
-	stRemoves = 48                 // + process: Removes that returned nil
-	stCount   = 80                 // + process*8 + counter: operation counts, for the log
-	stLog     = 256                // + writer: number of the writer's checked keys whose Add returned
-	stWords   = 1024
+	shmAbort   = childproc.CtlAbort // set by childproc.WaitAll when a child failed
+	shmFull    = 1                  // some Add got ErrFull: the round ends at the next phase boundary
+	shmFails   = 2                  // failures recorded by any process
+	shmBarrier = 3                  // arrivals at barriers, over the whole round
+	shmAdds    = 16                 // + process: Adds that returned nil
+	shmRemoves = 48                 // + process: Removes that returned nil
+	shmCount   = 80                 // + process*8 + counter: operation counts, for the log
+	shmLog     = 256                // + writer: number of the writer's checked keys whose Add returned
+	shmWords   = 1024
 
-	stMaxProcs   = 8
-	stMaxWriters = stWords - stLog
+	maxStressProcs   = 8
+	maxStressWriters = shmWords - shmLog
 )
 
-// Operation counters (stCount).
+// Operation counters (shmCount).
 const (
 	cntChecks = iota
 	cntOpensRO
@@ -173,7 +173,7 @@ type stressRun struct {
 func (s *stressRun) writers() int { return s.cfg.Procs * s.cfg.Gor }
 
 func (s *stressRun) fail(format string, args ...any) {
-	s.shm.Add(stFails, 1)
+	s.shm.Add(shmFails, 1)
 	msg := fmt.Sprintf("process %d, round seed %d: ", s.proc, s.cfg.Seed) + fmt.Sprintf(format, args...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,9 +188,9 @@ func (s *stressRun) failures() []string {
 	return append([]string(nil), s.fails...)
 }
 
-// stKey is a checked key ('c': never removed) or a removable one ('r') of
+// stressKey is a checked key ('c': never removed) or a removable one ('r') of
 // writer w.
-func stKey(buf *[16]byte, kind byte, w int, n uint64) []byte {
+func stressKey(buf *[16]byte, kind byte, w int, n uint64) []byte {
 	*buf = [16]byte{}
 	buf[0] = kind
 	binary.LittleEndian.PutUint32(buf[4:], uint32(w))
@@ -198,7 +198,9 @@ func stKey(buf *[16]byte, kind byte, w int, n uint64) []byte {
 	return buf[:]
 }
 
-func stKeyName(kind byte, w int, n uint64) string { return fmt.Sprintf("%c/writer-%d/%d", kind, w, n) }
+func stressKeyName(kind byte, w int, n uint64) string {
+	return fmt.Sprintf("%c/writer-%d/%d", kind, w, n)
+}
 
 // handleInfo describes a handle for a failure message.
 func handleInfo(h *Filter) string {
@@ -268,7 +270,7 @@ func (wk *stressWorker) addErr(err error, what string, kind string, h *Filter) {
 	if errors.Is(err, ErrFull) {
 		wk.full = true
 		wk.s.cnt[cntFull].Add(1)
-		wk.s.shm.Store(stFull, 1)
+		wk.s.shm.Store(shmFull, 1)
 		return
 	}
 	wk.s.fail("Add of %s on a %s handle: %v (%s)", what, kind, err, handleInfo(h))
@@ -279,14 +281,14 @@ func (wk *stressWorker) addChecked() {
 		return
 	}
 	s := wk.s
-	n := s.shm.Load(stLog + wk.w) // only this goroutine writes it
+	n := s.shm.Load(shmLog + wk.w) // only this goroutine writes it
 	h, kind := wk.writeHandle()
-	if err := h.Add(stKey(&wk.buf, 'c', wk.w, n), wk.id()); err != nil {
-		wk.addErr(err, stKeyName('c', wk.w, n), kind, h)
+	if err := h.Add(stressKey(&wk.buf, 'c', wk.w, n), wk.id()); err != nil {
+		wk.addErr(err, stressKeyName('c', wk.w, n), kind, h)
 		return
 	}
 	s.adds.Add(1)
-	s.shm.Store(stLog+wk.w, n+1) // published after the Add returned
+	s.shm.Store(shmLog+wk.w, n+1) // published after the Add returned
 	wk.full = false
 }
 
@@ -300,8 +302,8 @@ func (wk *stressWorker) addRemovable() {
 	n, id := wk.nextR, wk.id()
 	wk.nextR++
 	h, kind := wk.writeHandle()
-	if err := h.Add(stKey(&wk.buf, 'r', wk.w, n), id); err != nil {
-		wk.addErr(err, stKeyName('r', wk.w, n), kind, h)
+	if err := h.Add(stressKey(&wk.buf, 'r', wk.w, n), id); err != nil {
+		wk.addErr(err, stressKeyName('r', wk.w, n), kind, h)
 		return
 	}
 	wk.s.adds.Add(1)
@@ -318,7 +320,7 @@ func (wk *stressWorker) removeOne() {
 	wk.live[i] = wk.live[len(wk.live)-1]
 	wk.live = wk.live[:len(wk.live)-1]
 	h, kind := wk.writeHandle()
-	err := h.Remove(stKey(&wk.buf, 'r', wk.w, e.n), e.id)
+	err := h.Remove(stressKey(&wk.buf, 'r', wk.w, e.n), e.id)
 	switch {
 	case err == nil:
 		wk.s.removes.Add(1)
@@ -326,9 +328,9 @@ func (wk *stressWorker) removeOne() {
 		wk.s.cnt[cntAmbiguous].Add(1) // the key stays; it is never looked at again
 	case errors.Is(err, ErrNotPresent):
 		wk.s.fail("Remove of %s (id %d), whose Add returned and which was not removed, on a %s handle: %v (%s)",
-			stKeyName('r', wk.w, e.n), e.id, kind, err, handleInfo(h))
+			stressKeyName('r', wk.w, e.n), e.id, kind, err, handleInfo(h))
 	default:
-		wk.s.fail("Remove of %s (id %d) on a %s handle: %v (%s)", stKeyName('r', wk.w, e.n), e.id, kind, err, handleInfo(h))
+		wk.s.fail("Remove of %s (id %d) on a %s handle: %v (%s)", stressKeyName('r', wk.w, e.n), e.id, kind, err, handleInfo(h))
 	}
 }
 
@@ -336,7 +338,7 @@ func (wk *stressWorker) removeOne() {
 // older one. ok is false when that writer has recorded none yet.
 func (wk *stressWorker) pick() (w int, n uint64, ok bool) {
 	w = wk.rng.IntN(wk.s.writers())
-	cnt := wk.s.shm.Load(stLog + w) // read before the lookup begins
+	cnt := wk.s.shm.Load(shmLog + w) // read before the lookup begins
 	if cnt == 0 {
 		return 0, 0, false
 	}
@@ -357,13 +359,13 @@ func (wk *stressWorker) check(h *Filter, kind string) {
 
 func (s *stressRun) checkKey(h *Filter, kind string, w int, n uint64, buf *[16]byte) bool {
 	s.cnt[cntChecks].Add(1)
-	k := stKey(buf, 'c', w, n)
+	k := stressKey(buf, 'c', w, n)
 	if h.Contains(k) {
 		return true
 	}
 	again := h.Contains(k)
 	s.fail("false negative: Contains(%s) = false on handle [%s]; the key's Add (by writer %d = process %d goroutine %d) returned before this lookup began; %s; a second lookup found it: %v",
-		stKeyName('c', w, n), kind, w, w/s.cfg.Gor, w%s.cfg.Gor, handleInfo(h), again)
+		stressKeyName('c', w, n), kind, w, w/s.cfg.Gor, w%s.cfg.Gor, handleInfo(h), again)
 	return false
 }
 
@@ -374,8 +376,8 @@ func (wk *stressWorker) checkBatch(h *Filter, kind string) {
 	for range 8 {
 		if w, n, ok := wk.pick(); ok {
 			var b [16]byte
-			keys = append(keys, stKey(&b, 'c', w, n)[:16:16])
-			names = append(names, stKeyName('c', w, n))
+			keys = append(keys, stressKey(&b, 'c', w, n)[:16:16])
+			names = append(names, stressKeyName('c', w, n))
 		}
 	}
 	out := make([]bool, len(keys))
@@ -495,7 +497,7 @@ func (s *stressRun) runPhase(ws []*stressWorker, end time.Time) {
 			defer wg.Done()
 			defer wk.closeOwn()
 			for i := 0; ; i++ {
-				if i%8 == 0 && (!time.Now().Before(end) || s.shm.Load(stAbort) != 0) {
+				if i%8 == 0 && (!time.Now().Before(end) || s.shm.Load(shmAbort) != 0) {
 					return
 				}
 				wk.step()
@@ -508,10 +510,10 @@ func (s *stressRun) runPhase(ws []*stressWorker, end time.Time) {
 // barrier waits until every process of the round has arrived.
 func (s *stressRun) barrier() error {
 	s.barriers++
-	s.shm.Add(stBarrier, 1)
+	s.shm.Add(shmBarrier, 1)
 	deadline := time.Now().Add(time.Minute)
-	for s.shm.Load(stBarrier) < uint64(s.barriers*s.cfg.Procs) {
-		if s.shm.Load(stAbort) != 0 {
+	for s.shm.Load(shmBarrier) < uint64(s.barriers*s.cfg.Procs) {
+		if s.shm.Load(shmAbort) != 0 {
 			return errors.New("aborted by the parent (another child failed)")
 		}
 		if time.Now().After(deadline) {
@@ -528,13 +530,13 @@ func (s *stressRun) quiescentCheck(h *Filter, where string) {
 	if s.proc == 0 { // every process would find the same
 		var want uint64
 		for p := 0; p < s.cfg.Procs; p++ {
-			want += s.shm.Load(stAdds+p) - s.shm.Load(stRemoves+p)
+			want += s.shm.Load(shmAdds+p) - s.shm.Load(shmRemoves+p)
 		}
 		checkStats(h.Stats(), want, func(format string, args ...any) { s.fail(where+": "+format, args...) })
 	}
 	var buf [16]byte
 	for w := 0; w < s.writers(); w++ {
-		cnt := s.shm.Load(stLog + w)
+		cnt := s.shm.Load(shmLog + w)
 		if cnt == 0 {
 			continue
 		}
@@ -572,10 +574,10 @@ func (s *stressRun) phases() error {
 	}
 	for ph := 0; ph < s.cfg.Phases; ph++ {
 		s.runPhase(ws, time.Now().Add(s.cfg.Phase))
-		s.shm.Store(stAdds+s.proc, s.adds.Load())
-		s.shm.Store(stRemoves+s.proc, s.removes.Load())
+		s.shm.Store(shmAdds+s.proc, s.adds.Load())
+		s.shm.Store(shmRemoves+s.proc, s.removes.Load())
 		for i := range s.cnt {
-			s.shm.Store(stCount+8*s.proc+i, s.cnt[i].Load())
+			s.shm.Store(shmCount+8*s.proc+i, s.cnt[i].Load())
 		}
 		if err := s.barrier(); err != nil {
 			return err
@@ -586,7 +588,7 @@ func (s *stressRun) phases() error {
 		}
 		// Read between two barriers, while nothing changes the words, so
 		// that every process decides alike.
-		stop := s.shm.Load(stFull) != 0 || s.shm.Load(stFails) != 0
+		stop := s.shm.Load(shmFull) != 0 || s.shm.Load(shmFails) != 0
 		if err := s.barrier(); err != nil {
 			return err
 		}
@@ -600,9 +602,9 @@ func (s *stressRun) phases() error {
 // ---------------------------------------------------------------------------
 // Multi-process variant.
 
-// mpChildStress is one process of TestStress.
-func mpChildStress() error {
-	shm, err := childproc.MapShm(children.Env("SHM"), stWords, false)
+// childStress is one process of TestStress.
+func childStress() error {
+	shm, err := childproc.MapShm(children.Env("SHM"), shmWords, false)
 	if err != nil {
 		return err
 	}
@@ -614,7 +616,7 @@ func mpChildStress() error {
 	s := &stressRun{shm: shm, cfg: cfg, proc: children.EnvInt("PROC"), path: children.Env("PATH")}
 	f, err := Open(s.path, nil)
 	if err != nil {
-		shm.Add(stFails, 1)
+		shm.Add(shmFails, 1)
 		return fmt.Errorf("round seed %d: read-write Open of the live, healthy file failed: %w", cfg.Seed, err)
 	}
 	s.shared = f
@@ -627,7 +629,7 @@ func mpChildStress() error {
 		fails = append(fails, perr.Error())
 	}
 	if len(fails) > 0 {
-		return fmt.Errorf("%d failure(s) in this process (%d in all; round seed %d):\n  %s", len(fails), shm.Load(stFails), cfg.Seed, strings.Join(fails, "\n  "))
+		return fmt.Errorf("%d failure(s) in this process (%d in all; round seed %d):\n  %s", len(fails), shm.Load(shmFails), cfg.Seed, strings.Join(fails, "\n  "))
 	}
 	return nil
 }
@@ -653,7 +655,7 @@ func TestStress(t *testing.T) {
 }
 
 func stressRound(t *testing.T, cfg stressCfg) {
-	if cfg.Procs > stMaxProcs || cfg.Procs*cfg.Gor > stMaxWriters {
+	if cfg.Procs > maxStressProcs || cfg.Procs*cfg.Gor > maxStressWriters {
 		t.Fatalf("too many processes or goroutines: %v", cfg)
 	}
 	dir := t.TempDir()
@@ -668,7 +670,7 @@ func stressRound(t *testing.T, cfg stressCfg) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), stWords, true)
+	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), shmWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -688,9 +690,9 @@ func stressRound(t *testing.T, cfg stressCfg) {
 	var want uint64
 	var cnt [cntN]uint64
 	for p := 0; p < cfg.Procs; p++ {
-		want += shm.Load(stAdds+p) - shm.Load(stRemoves+p)
+		want += shm.Load(shmAdds+p) - shm.Load(shmRemoves+p)
 		for i := range cnt {
-			cnt[i] += shm.Load(stCount + 8*p + i)
+			cnt[i] += shm.Load(shmCount + 8*p + i)
 		}
 	}
 	if stressVerify != nil {
@@ -720,15 +722,15 @@ func stressRound(t *testing.T, cfg stressCfg) {
 		var buf [16]byte
 	sweep:
 		for w := 0; w < cfg.Procs*cfg.Gor; w++ {
-			for n := uint64(0); n < shm.Load(stLog+w); n++ {
+			for n := uint64(0); n < shm.Load(shmLog+w); n++ {
 				if looked%1024 == 0 && time.Now().After(deadline) {
 					t.Logf("sweep stopped at its deadline after %d keys", looked)
 					break sweep
 				}
 				looked++
-				if !g.Contains(stKey(&buf, 'c', w, n)) {
+				if !g.Contains(stressKey(&buf, 'c', w, n)) {
 					if missing++; missing <= 10 {
-						fail("false negative: %s (%s)", stKeyName('c', w, n), handleInfo(g))
+						fail("false negative: %s (%s)", stressKeyName('c', w, n), handleInfo(g))
 					}
 				}
 			}
@@ -802,20 +804,20 @@ func TestStressMemory(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := &stressRun{shm: childproc.InMemory(stWords), cfg: cfg, shared: f}
+				s := &stressRun{shm: childproc.InMemory(shmWords), cfg: cfg, shared: f}
 				if err := s.phases(); err != nil {
 					t.Fatal(err)
 				}
 				checkStats(f.Stats(), s.adds.Load()-s.removes.Load(), s.fail)
 				var buf [16]byte
 				for w := 0; w < gor; w++ {
-					for n := uint64(0); n < s.shm.Load(stLog+w); n++ {
+					for n := uint64(0); n < s.shm.Load(shmLog+w); n++ {
 						s.checkKey(f, "final sweep", w, n, &buf)
 					}
 				}
 				if fails := s.failures(); len(fails) > 0 {
 					t.Fatalf("run seed %d (%s=%d), round %d, %v: %d failure(s):\n  %s",
-						seed, stressEnvSeed, seed, r, cfg, s.shm.Load(stFails), strings.Join(fails, "\n  "))
+						seed, stressEnvSeed, seed, r, cfg, s.shm.Load(shmFails), strings.Join(fails, "\n  "))
 				}
 				t.Logf("round %d: %v: %d filters, %d items", r, cfg, len(f.Stats().Filters), f.Stats().Count)
 				if err := f.Close(); err != nil {
