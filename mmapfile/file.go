@@ -11,10 +11,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
-	"unsafe"
-
-	mmap "github.com/edsrzf/mmap-go"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultReserve is the address space reserved for a mapping when the
@@ -43,8 +39,8 @@ type File struct {
 	mu       sync.Mutex
 	f        *os.File
 	path     string
-	m        mmap.MMap   // the whole reservation; after Detach, what Close unmaps
-	outgrown []mmap.MMap // earlier, smaller reservations (see extend): unmapped only at Close
+	m        []byte   // the whole reservation; after Detach, what Close unmaps
+	outgrown [][]byte // earlier, smaller reservations (see extend): unmapped only at Close
 	size     int64
 	readOnly bool
 	closed   bool // Detach or Close: no more file access
@@ -64,6 +60,9 @@ type File struct {
 func Create(path string, size int64, o *Options) (*File, error) {
 	if o == nil {
 		o = &Options{}
+	}
+	if err := unsupported(path); err != nil {
+		return nil, err
 	}
 	dir := filepath.Dir(path)
 	if err := checkFS(dir, o.AllowNetworkFS); err != nil {
@@ -157,15 +156,8 @@ func (mf *File) Publish() error {
 			return err
 		}
 	} else {
-		// Only if the path is still free, atomically (RENAME_NOREPLACE
-		// keeps the file's name in /proc/self/maps, where a link and an
-		// unlink would leave the deleted temporary one).
-		err := unix.Renameat2(unix.AT_FDCWD, mf.aside, unix.AT_FDCWD, mf.path, unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EINVAL) { // not supported by this file system
-			if err = os.Link(mf.aside, mf.path); err == nil {
-				os.Remove(mf.aside)
-			}
-		}
+		// Only if the path is still free, atomically.
+		err := renameNoReplace(mf.aside, mf.path)
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%w: %s", ErrExists, mf.path)
 		}
@@ -185,6 +177,9 @@ func (mf *File) Publish() error {
 func Open(path string, o *Options) (*File, error) {
 	if o == nil {
 		o = &Options{}
+	}
+	if err := unsupported(path); err != nil {
+		return nil, err
 	}
 	for tries := 0; ; tries++ {
 		mf, err := open(path, o)
@@ -232,17 +227,11 @@ func kindOf(m os.FileMode) string {
 
 // samePath reports whether the file's path still names the open file.
 func (mf *File) samePath() (bool, error) {
-	var a, b unix.Stat_t
-	if err := unix.Fstat(mf.Fd(), &a); err != nil {
-		return false, err
+	same, err := sameInode(mf.Fd(), mf.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("%s was removed while it was being opened: %w", mf.path, os.ErrNotExist)
 	}
-	if err := unix.Stat(mf.path, &b); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return false, fmt.Errorf("%s was removed while it was being opened: %w", mf.path, os.ErrNotExist)
-		}
-		return false, err
-	}
-	return a.Dev == b.Dev && a.Ino == b.Ino, nil
+	return same, err
 }
 
 func open(path string, o *Options) (*File, error) {
@@ -276,7 +265,7 @@ func open(path string, o *Options) (*File, error) {
 // otherwise wait for a writer for ever), refuses anything but a regular
 // file, and then turns blocking I/O back on.
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, perm)
+	f, err := os.OpenFile(path, flag|oNonblock, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +278,7 @@ func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, kindOf(fi.Mode()))
 	}
-	if err := unix.SetNonblock(int(f.Fd()), false); err != nil {
+	if err := setBlocking(f); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -309,31 +298,27 @@ func (mf *File) mapIt(reserve int64) error {
 }
 
 // mapReservation maps the file over reserve bytes (rounded up to pages).
-func (mf *File) mapReservation(reserve int64) (mmap.MMap, error) {
+func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 	reserve = (reserve + PageSize() - 1) / PageSize() * PageSize()
 	if err := mf.fp.fail("mmap"); err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", mf.path, err)
 	}
-	prot := mmap.RDWR // mmap-go's own constant: MAP_SHARED, PROT_READ|PROT_WRITE
-	if mf.readOnly {
-		prot = mmap.RDONLY
-	}
-	m, err := mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
-	for wait := time.Millisecond; errors.Is(err, unix.ENOMEM) && retryMapAfterGC && wait < time.Second; wait *= 2 {
+	m, err := mapShared(mf.f, int(reserve), mf.readOnly)
+	for wait := time.Millisecond; isNoMemory(err) && retryMapAfterGC && wait < time.Second; wait *= 2 {
 		// Detached Files keep their address range until their last reader
 		// is garbage (see Detach); a program that opens and closes many
 		// files between collections can run out of address space or of
 		// mappings. Collect, give the cleanups a moment, try again.
 		runtime.GC()
 		time.Sleep(wait)
-		m, err = mmap.MapRegion(mf.f, int(reserve), prot, 0, 0)
+		m, err = mapShared(mf.f, int(reserve), mf.readOnly)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
 	}
 	// Lookups touch one block at random: read-ahead around a fault on a cold
 	// file would only read pages nobody asked for.
-	_ = unix.Madvise(m, unix.MADV_RANDOM)
+	adviseRandom(m)
 	return m, nil
 }
 
@@ -407,17 +392,17 @@ func (mf *File) Refresh() (int64, error) {
 	if mf.closed {
 		return 0, ErrClosed
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(mf.Fd(), &st); err != nil {
+	size, err := fileSize(mf.Fd())
+	if err != nil {
 		return 0, err
 	}
-	if st.Size > int64(len(mf.m)) {
-		if err := mf.extend(st.Size); err != nil {
+	if size > int64(len(mf.m)) {
+		if err := mf.extend(size); err != nil {
 			return 0, err
 		}
 	}
-	mf.size = st.Size
-	return st.Size, nil
+	mf.size = size
+	return size, nil
 }
 
 // Grow extends the file to size bytes with fallocate, so the blocks exist on
@@ -436,11 +421,11 @@ func (mf *File) Grow(size int64) error {
 			return err
 		}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(mf.Fd(), &st); err != nil {
+	fsize, err := fileSize(mf.Fd())
+	if err != nil {
 		return err
 	}
-	cur := max(st.Size, mf.size)
+	cur := max(fsize, mf.size)
 	if size <= cur {
 		mf.size = cur
 		return nil
@@ -459,8 +444,8 @@ func (mf *File) allocate(off, n int64) error {
 	if err := mf.fp.fail("fallocate"); err != nil {
 		return fmt.Errorf("fallocate %s: %w", mf.path, err)
 	}
-	if err := unix.Fallocate(mf.Fd(), 0, off, n); err != nil {
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+	if err := fallocate(mf.Fd(), off, n); err != nil {
+		if errors.Is(err, errNoFallocate) {
 			// No fallocate on this file system: write zeros, which also
 			// allocates blocks and fails on a full disk.
 			return mf.writeZeros(off, n)
@@ -502,7 +487,7 @@ func (mf *File) Sync(off, n int64) error {
 		if err := mf.fp.fail("msync"); err != nil {
 			return fmt.Errorf("msync %s: %w", mf.path, err)
 		}
-		if err := unix.Msync(mf.m[start:end], unix.MS_SYNC); err != nil {
+		if err := msync(mf.m[start:end]); err != nil {
 			return fmt.Errorf("msync %s: %w", mf.path, err)
 		}
 	}
@@ -513,7 +498,7 @@ func (mf *File) fsync() error {
 	if err := mf.fp.fail("fsync"); err != nil {
 		return fmt.Errorf("fsync %s: %w", mf.path, err)
 	}
-	if err := unix.Fdatasync(mf.Fd()); err != nil {
+	if err := fdatasync(mf.Fd()); err != nil {
 		return fmt.Errorf("fsync %s: %w", mf.path, err)
 	}
 	return nil
@@ -540,7 +525,7 @@ func (mf *File) Detach() error {
 		if len(m) == 0 {
 			continue
 		}
-		if rerr := replace(m, unix.PROT_READ); rerr != nil && err == nil {
+		if rerr := replaceWithZeros(m); rerr != nil && err == nil {
 			// The file stays mapped (readers keep reading it) until Close.
 			err = fmt.Errorf("detach %s: %w", mf.path, rerr)
 		}
@@ -548,15 +533,6 @@ func (mf *File) Detach() error {
 	if cerr := mf.f.Close(); err == nil {
 		err = cerr
 	}
-	return err
-}
-
-// replace maps anonymous pages with protection prot over b in place
-// (MAP_FIXED replaces the old mapping atomically: no thread can see the
-// range unmapped).
-func replace(b []byte, prot int) error {
-	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&b[0]), uintptr(len(b)), prot,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED|unix.MAP_NORESERVE)
 	return err
 }
 
@@ -569,7 +545,7 @@ func (mf *File) Close() error {
 	var err error
 	for _, m := range append(mf.outgrown, mf.m) {
 		if m != nil { // also a mapping Detach left behind
-			if uerr := m.Unmap(); err == nil {
+			if uerr := munmap(m); err == nil {
 				err = uerr
 			}
 		}

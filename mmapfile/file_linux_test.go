@@ -12,11 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	_ Region = (*File)(nil)
-	_ Region = (*Heap)(nil)
-)
-
 const testReserve = 1 << 20
 
 func tmpPath(t *testing.T) string { return filepath.Join(t.TempDir(), "f.dablooms") }
@@ -416,8 +411,6 @@ func TestOpenFIFO(t *testing.T) {
 	}
 }
 
-var errInjected = errors.New("injected")
-
 func TestFailpoints(t *testing.T) {
 	fail := func() error { return errInjected }
 	for _, tc := range []struct {
@@ -565,6 +558,51 @@ func TestLocks(t *testing.T) {
 	c := mustOpen(t, a.Path(), &Options{Reserve: 64 << 10})
 	if err := c.Lock(10, true, 0); !errors.Is(err, ErrLockTimeout) {
 		t.Fatalf("exclusive against shared: %v", err)
+	}
+}
+
+// TestLockFileFunctions: LockFile, HeldFile and UnlockFile on plain
+// *os.File handles (recover's) take the same locks as a File's methods.
+func TestLockFileFunctions(t *testing.T) {
+	a, _, path := lockPair(t)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := LockFile(f, 3, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.Held(3); err != nil || !held {
+		t.Fatalf("a.Held(3) = %v, %v; want true", held, err)
+	}
+	if err := a.Lock(3, false, 0); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("shared lock against LockFile's exclusive one = %v", err)
+	}
+	if err := a.Lock(4, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := HeldFile(f, 4); err != nil || !held {
+		t.Fatalf("HeldFile(4) = %v, %v; want true", held, err)
+	}
+	if held, err := HeldFile(f, 3); err != nil || held {
+		t.Fatalf("HeldFile(3) = %v, %v; its own lock does not conflict", held, err)
+	}
+	if err := UnlockFile(f, 3); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := a.Held(3); err != nil || held {
+		t.Fatalf("a.Held(3) after UnlockFile = %v, %v; want false", held, err)
+	}
+	if err := LockFile(f, 4, false, 20*time.Millisecond); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("LockFile against a's exclusive lock = %v, want ErrLockTimeout", err)
+	}
+	f.Close()
+	if _, err := HeldFile(f, 4); err == nil {
+		t.Fatal("HeldFile on a closed file: no error")
+	}
+	if err := LockFile(f, 5, true, time.Second); err == nil || errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("LockFile on a closed file = %v, want the system's error at once", err)
 	}
 }
 

@@ -5,6 +5,14 @@ import (
 	"testing"
 )
 
+// Both implement Region, on every platform.
+var (
+	_ Region = (*File)(nil)
+	_ Region = (*Heap)(nil)
+)
+
+var errInjected = errors.New("injected")
+
 func TestHeap(t *testing.T) {
 	h := NewHeap(4096)
 	if h.Size() != 4096 || h.ReadOnly() {

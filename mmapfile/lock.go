@@ -5,13 +5,20 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// Lock takes an open-file-description byte-range lock on [off, off+1) of the
-// file, exclusive or shared, waiting at most timeout (0: do not wait). The
-// kernel releases it when the file is closed or the process dies.
+// Byte-range locks, the one implementation for the module (scaling and
+// recover both take theirs here): each lock covers one byte, [off, off+1),
+// and is an open-file-description lock (see lock_linux.go), which belongs to
+// the open file, is released by the kernel when it is closed or the process
+// dies, and is not dropped when another descriptor of the same file is
+// closed.
+
+// errConflict: another open file description holds a conflicting lock.
+var errConflict = errors.New("mmapfile: lock held elsewhere")
+
+// Lock takes a lock on byte off of the file, exclusive or shared, waiting at
+// most timeout (0: do not wait); ErrLockTimeout if it could not.
 func (mf *File) Lock(off int64, exclusive bool, timeout time.Duration) error {
 	return lockFD(mf.Fd(), mf.path, off, exclusive, timeout)
 }
@@ -22,19 +29,14 @@ func LockFile(f *os.File, off int64, exclusive bool, timeout time.Duration) erro
 }
 
 func lockFD(fd int, path string, off int64, exclusive bool, timeout time.Duration) error {
-	typ := int16(unix.F_RDLCK)
-	if exclusive {
-		typ = unix.F_WRLCK
-	}
-	lk := unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: 1}
 	deadline := time.Now().Add(timeout)
 	delay := 100 * time.Microsecond
 	for {
-		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
+		err := tryLock(fd, off, exclusive)
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
+		if !errors.Is(err, errConflict) {
 			return fmt.Errorf("lock %s at %d: %w", path, off, err)
 		}
 		if !time.Now().Before(deadline) {
@@ -46,17 +48,22 @@ func lockFD(fd int, path string, off int64, exclusive bool, timeout time.Duratio
 }
 
 // Unlock releases a lock taken with Lock.
-func (mf *File) Unlock(off int64) error {
-	lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: off, Len: 1}
-	return unix.FcntlFlock(uintptr(mf.Fd()), unix.F_OFD_SETLK, &lk)
-}
+func (mf *File) Unlock(off int64) error { return unlock(mf.Fd(), off) }
+
+// UnlockFile releases a lock taken with LockFile.
+func UnlockFile(f *os.File, off int64) error { return unlock(int(f.Fd()), off) }
 
 // Held reports whether another open file description holds a lock on byte
-// off that conflicts with an exclusive lock.
-func (mf *File) Held(off int64) (bool, error) {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
-	if err := unix.FcntlFlock(uintptr(mf.Fd()), unix.F_OFD_GETLK, &lk); err != nil {
-		return false, fmt.Errorf("query lock %s at %d: %w", mf.path, off, err)
+// off that conflicts with an exclusive lock. It changes nothing.
+func (mf *File) Held(off int64) (bool, error) { return heldFD(mf.Fd(), mf.path, off) }
+
+// HeldFile is Held for a file that is not mapped.
+func HeldFile(f *os.File, off int64) (bool, error) { return heldFD(int(f.Fd()), f.Name(), off) }
+
+func heldFD(fd int, path string, off int64) (bool, error) {
+	held, err := heldElsewhere(fd, off)
+	if err != nil {
+		return false, fmt.Errorf("query lock %s at %d: %w", path, off, err)
 	}
-	return lk.Type != unix.F_UNLCK, nil
+	return held, nil
 }

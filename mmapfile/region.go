@@ -43,7 +43,13 @@ var (
 	ErrFault       = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
 	ErrNotRegular  = errors.New("mmapfile: not a regular file")
 	ErrBusy        = errors.New("mmapfile: file is in use")
+	// ErrUnsupported: Open, Create and the locks on a platform other than
+	// Linux. Heap regions work everywhere.
+	ErrUnsupported = errors.New("mmapfile: dablooms files need Linux (OFD locks, fallocate, boot id)")
 )
+
+// errNoFallocate: the file system cannot allocate blocks without writing.
+var errNoFallocate = errors.New("mmapfile: fallocate not supported")
 
 // Failpoints inject failures in tests. A nil function never fails.
 type Failpoints struct {
