@@ -20,9 +20,9 @@ import (
 // slack is header.Slack, short for the checks of the tests.
 func slack(capacity uint64) uint64 { return header.Slack(capacity) }
 
-func lcKey(i int) []byte { return []byte(fmt.Sprintf("lc-%06d", i)) }
+func lifeKey(i int) []byte { return []byte(fmt.Sprintf("lc-%06d", i)) }
 
-func lcCreate(t *testing.T, o *Options) (*Filter, string) {
+func createFile(t *testing.T, o *Options) (*Filter, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "lc.dbl")
 	f, err := Create(path, o)
@@ -33,7 +33,7 @@ func lcCreate(t *testing.T, o *Options) (*Filter, string) {
 	return f, path
 }
 
-func lcOpen(t *testing.T, path string, o *OpenOptions) *Filter {
+func openFile(t *testing.T, path string, o *OpenOptions) *Filter {
 	t.Helper()
 	f, err := Open(path, o)
 	if err != nil {
@@ -43,11 +43,11 @@ func lcOpen(t *testing.T, path string, o *OpenOptions) *Filter {
 	return f
 }
 
-// lcAddRange adds keys [from, to) with their index as id.
-func lcAddRange(t *testing.T, f *Filter, from, to int) {
+// addRange adds keys [from, to) with their index as id.
+func addRange(t *testing.T, f *Filter, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := f.Add(lcKey(i), uint64(i)); err != nil {
+		if err := f.Add(lifeKey(i), uint64(i)); err != nil {
 			t.Fatalf("Add %d: %v", i, err)
 		}
 	}
@@ -58,10 +58,10 @@ func lcAddRange(t *testing.T, f *Filter, from, to int) {
 // answers from the new directory; the old code turned the decode error
 // into "absent".
 func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
-	w, path := lcCreate(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
-	lcAddRange(t, w, 0, 1)
-	r := lcOpen(t, path, &OpenOptions{ReadOnly: true})
-	lcAddRange(t, w, 1, 25) // two growths r has not seen
+	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
+	addRange(t, w, 0, 1)
+	r := openFile(t, path, &OpenOptions{ReadOnly: true})
+	addRange(t, w, 1, 25) // two growths r has not seen
 	if n := len(w.Stats().Filters); n < 3 {
 		t.Fatalf("%d filters, want 3", n)
 	}
@@ -93,7 +93,7 @@ func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
 		raw.Close()
 	}()
 	for _, i := range []int{0, 5, 24} {
-		if !r.Contains(lcKey(i)) {
+		if !r.Contains(lifeKey(i)) {
 			t.Fatalf("key %d: Contains = false while the directory was rewritten", i)
 		}
 	}
@@ -106,9 +106,9 @@ func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
 // damaged, nobody writing) makes Contains answer "maybe" (true), never
 // "absent", and Stats says why.
 func TestContainsOnUnreadableDirectory(t *testing.T) {
-	w, path := lcCreate(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
-	r := lcOpen(t, path, &OpenOptions{ReadOnly: true})
-	lcAddRange(t, w, 0, 15) // a growth r has not seen
+	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
+	r := openFile(t, path, &OpenOptions{ReadOnly: true})
+	addRange(t, w, 0, 15) // a growth r has not seen
 	raw, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +124,8 @@ func TestContainsOnUnreadableDirectory(t *testing.T) {
 	}
 }
 
-// lcGate blocks the n-th fsync after it is armed until it is opened.
-type lcGate struct {
+// fsyncGate blocks the n-th fsync after it is armed until it is opened.
+type fsyncGate struct {
 	armed   atomic.Bool
 	count   atomic.Int32
 	n       int32
@@ -133,11 +133,11 @@ type lcGate struct {
 	open    chan struct{}
 }
 
-func newGate(n int32) *lcGate {
-	return &lcGate{n: n, reached: make(chan struct{}), open: make(chan struct{})}
+func newGate(n int32) *fsyncGate {
+	return &fsyncGate{n: n, reached: make(chan struct{}), open: make(chan struct{})}
 }
 
-func (g *lcGate) fsync() error {
+func (g *fsyncGate) fsync() error {
 	if g.armed.Load() && g.count.Add(1) == g.n {
 		close(g.reached)
 		<-g.open
@@ -151,21 +151,21 @@ func (g *lcGate) fsync() error {
 // the published count. The old code's refresh loaded every listed filter.
 func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 	gate := newGate(2) // the growth's second fsync: after metadata copy 1
-	w, path := lcCreate(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}})
-	lcAddRange(t, w, 0, 5)
-	b := lcOpen(t, path, nil) // knows 1 filter
-	lcAddRange(t, w, 5, 15)   // 2 filters published
-	c := lcOpen(t, path, &OpenOptions{ReadOnly: true})
-	if !c.Contains(lcKey(14)) {
+	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}})
+	addRange(t, w, 0, 5)
+	b := openFile(t, path, nil) // knows 1 filter
+	addRange(t, w, 5, 15)   // 2 filters published
+	c := openFile(t, path, &OpenOptions{ReadOnly: true})
+	if !c.Contains(lifeKey(14)) {
 		t.Fatal("setup: reader misses a key")
 	}
-	lcAddRange(t, w, 15, 20) // filter 1 full
+	addRange(t, w, 15, 20) // filter 1 full
 	gate.armed.Store(true)
 	var opened sync.Once
 	release := func() { opened.Do(func() { close(gate.open) }) }
 	defer release() // a failed check must not leave w blocked (Close waits for it)
 	grew := make(chan error, 1)
-	go func() { grew <- w.Add(lcKey(20), 20) }()
+	go func() { grew <- w.Add(lifeKey(20), 20) }()
 	select { // w holds the growth lock; the directory lists 3 filters, 2 published
 	case <-gate.reached:
 	case err := <-grew:
@@ -193,7 +193,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range []*Filter{w, b, c} {
-		if !h.Contains([]byte("late")) || !h.Contains(lcKey(20)) {
+		if !h.Contains([]byte("late")) || !h.Contains(lifeKey(20)) {
 			t.Fatal("a handle misses a key after the growth")
 		}
 	}
@@ -204,7 +204,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 // "full?" check and item increment were separate steps.
 func TestManyGoroutinesNeverOverfill(t *testing.T) {
 	slow := func() error { time.Sleep(200 * time.Microsecond); return nil }
-	f, _ := lcCreate(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: slow}})
+	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: slow}})
 	var id atomic.Uint64
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -213,7 +213,7 @@ func TestManyGoroutinesNeverOverfill(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 5 {
-				if err := f.Add(lcKey(g*10+i), id.Add(1)); err != nil {
+				if err := f.Add(lifeKey(g*10+i), id.Add(1)); err != nil {
 					errs <- err
 					return
 				}
@@ -241,7 +241,7 @@ func TestManyGoroutinesNeverOverfill(t *testing.T) {
 // Item 4: removes of a saturated key beyond its adds never drive the item
 // count below zero, so the file still opens.
 func TestSaturatedRemovesKeepCountAtZero(t *testing.T) {
-	f, path := lcCreate(t, &Options{Seed: 1})
+	f, path := createFile(t, &Options{Seed: 1})
 	key := []byte("hot")
 	for range 16 {
 		if err := f.Add(key, 1); err != nil {
@@ -260,7 +260,7 @@ func TestSaturatedRemovesKeepCountAtZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	g := lcOpen(t, path, nil)
+	g := openFile(t, path, nil)
 	if !g.Contains(key) {
 		t.Fatal("a saturated key must stay present")
 	}
@@ -269,17 +269,17 @@ func TestSaturatedRemovesKeepCountAtZero(t *testing.T) {
 // Item 5: a handle whose address reservation another handle outgrows keeps
 // answering, for old and new filters, and can still add.
 func TestHandleOutgrownReservation(t *testing.T) {
-	w, path := lcCreate(t, &Options{Capacity: 100, GrowthFactor: 2, Seed: 1})
-	lcAddRange(t, w, 0, 10)
+	w, path := createFile(t, &Options{Capacity: 100, GrowthFactor: 2, Seed: 1})
+	addRange(t, w, 0, 10)
 	fi, _ := os.Stat(path)
-	r := lcOpen(t, path, &OpenOptions{ReadOnly: true, Reserve: fi.Size()})
-	b := lcOpen(t, path, &OpenOptions{Reserve: fi.Size()})
-	lcAddRange(t, w, 10, 3000) // several growths, far past both reservations
+	r := openFile(t, path, &OpenOptions{ReadOnly: true, Reserve: fi.Size()})
+	b := openFile(t, path, &OpenOptions{Reserve: fi.Size()})
+	addRange(t, w, 10, 3000) // several growths, far past both reservations
 	if fi2, _ := os.Stat(path); fi2.Size() <= fi.Size() {
 		t.Fatalf("setup: file grew from %d to only %d bytes", fi.Size(), fi2.Size())
 	}
 	for _, i := range []int{0, 9, 500, 2999} {
-		if !r.Contains(lcKey(i)) || !b.Contains(lcKey(i)) {
+		if !r.Contains(lifeKey(i)) || !b.Contains(lifeKey(i)) {
 			t.Fatalf("key %d missing on a handle whose reservation was outgrown", i)
 		}
 	}
@@ -295,16 +295,16 @@ func TestHandleOutgrownReservation(t *testing.T) {
 // included, has the file open; the open handles keep working on an intact
 // file. After they close, the overwrite works.
 func TestOverwriteRefusedWhileOpen(t *testing.T) {
-	w, path := lcCreate(t, &Options{Seed: 1})
-	lcAddRange(t, w, 0, 100)
+	w, path := createFile(t, &Options{Seed: 1})
+	addRange(t, w, 0, 100)
 	w.Flush()
 	w.Close()
-	r := lcOpen(t, path, &OpenOptions{ReadOnly: true})
+	r := openFile(t, path, &OpenOptions{ReadOnly: true})
 	if _, err := Create(path, &Options{Overwrite: true}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Create(Overwrite) with a reader open = %v, want ErrBusy", err)
 	}
 	for i := range 100 {
-		if !r.Contains(lcKey(i)) {
+		if !r.Contains(lifeKey(i)) {
 			t.Fatalf("key %d lost after a refused overwrite", i)
 		}
 	}
@@ -314,7 +314,7 @@ func TestOverwriteRefusedWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if f.Contains(lcKey(1)) && f.Contains(lcKey(2)) && f.Contains(lcKey(3)) {
+	if f.Contains(lifeKey(1)) && f.Contains(lifeKey(2)) && f.Contains(lifeKey(3)) {
 		t.Fatal("the overwritten file still holds the old keys")
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
@@ -337,7 +337,7 @@ func TestChainEndIsErrFull(t *testing.T) {
 	}
 	var addErr error
 	for i := 0; i < 100000 && addErr == nil; i++ {
-		addErr = f.Add(lcKey(i), uint64(i))
+		addErr = f.Add(lifeKey(i), uint64(i))
 	}
 	if !errors.Is(addErr, ErrFull) {
 		t.Fatalf("Add at the chain's end = %v, want ErrFull", addErr)
@@ -352,9 +352,9 @@ func TestChainEndIsErrFull(t *testing.T) {
 // not call the file interrupted (the stress test saw "1 operation(s) of
 // dead writers were cut short" with no process dead, about once in 30).
 func TestWriterClosingIsNotDead(t *testing.T) {
-	w, path := lcCreate(t, &Options{Seed: 1})
-	lcAddRange(t, w, 0, 10)
-	r := lcOpen(t, path, &OpenOptions{ReadOnly: true})
+	w, path := createFile(t, &Options{Seed: 1})
+	addRange(t, w, 0, 10)
+	r := openFile(t, path, &OpenOptions{ReadOnly: true})
 	op := w.recordOp(w.slot, 0)
 	idle := atomic.LoadUint64(op)
 	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
