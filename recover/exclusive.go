@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
-	"golang.org/x/sys/unix"
+	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // exclusive holds the growth lock and every writer slot's lock byte of a
@@ -49,42 +49,29 @@ func lockName(off int64) string {
 }
 
 // takeExclusive locks f as exclusive describes; replace (the file is to be
-// replaced by a rename) adds the open lock, which needs writable.
+// replaced by a rename) adds the open lock, which needs writable. It waits
+// at most wait for all the locks together.
 func takeExclusive(f *os.File, writable, replace bool, wait time.Duration) (*exclusive, error) {
 	ex := &exclusive{f: f}
-	typ := int16(unix.F_RDLCK)
-	if writable {
-		typ = unix.F_WRLCK
-	}
 	deadline := time.Now().Add(wait)
-	delay := time.Millisecond
 	for _, off := range lockOffsets(replace && writable) {
-		for {
-			lk := unix.Flock_t{Type: typ, Whence: 0, Start: off, Len: 1}
-			err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
-			if err == nil {
-				ex.held = append(ex.held, off)
-				break
-			}
-			if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) {
-				ex.release()
-				return nil, fmt.Errorf("recover: locking %s at byte %d: %w", f.Name(), off, err)
-			}
-			if !time.Now().Before(deadline) {
-				ex.release()
-				return nil, fmt.Errorf("%w: %s: another process holds %s (waited %v); close it first, or wait longer", ErrBusy, f.Name(), lockName(off), wait)
-			}
-			time.Sleep(delay)
-			delay = min(2*delay, 50*time.Millisecond)
+		err := mmapfile.LockFile(f, off, writable, max(time.Until(deadline), 0))
+		if errors.Is(err, mmapfile.ErrLockTimeout) {
+			ex.release()
+			return nil, fmt.Errorf("%w: %s: another process holds %s (waited %v); close it first, or wait longer", ErrBusy, f.Name(), lockName(off), wait)
 		}
+		if err != nil {
+			ex.release()
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		ex.held = append(ex.held, off)
 	}
 	return ex, nil
 }
 
 func (ex *exclusive) release() {
 	for _, off := range ex.held {
-		lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: off, Len: 1}
-		unix.FcntlFlock(ex.f.Fd(), unix.F_OFD_SETLK, &lk)
+		mmapfile.UnlockFile(ex.f, off)
 	}
 	ex.held = nil
 }
@@ -92,9 +79,6 @@ func (ex *exclusive) release() {
 // heldByOther reports whether another open file description holds a lock on
 // byte off of f that conflicts with an exclusive one. It changes nothing.
 func heldByOther(f *os.File, off int64) bool {
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
-	if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
-		return false
-	}
-	return lk.Type != unix.F_UNLCK
+	held, err := mmapfile.HeldFile(f, off)
+	return err == nil && held
 }
