@@ -467,7 +467,7 @@ func (a *analysis) readRecord(s, r int) {
 		si.garbage = true
 		st := Damaged
 		if !si.live && a.hotOK && a.trustedPhase() {
-			st = Corrupt // cannot be rolled back: see classify
+			st = Corrupt // cannot be rolled back: see classifyThisBoot
 		}
 		a.note(st, -1, s, off, "record", header.ErrCorrupt, "in-flight record %d cannot be right (%s)", r, why)
 		return
@@ -490,9 +490,10 @@ func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
 		a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
 			"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
 	case masks:
-		// A writer that stopped between making the op word idle and
-		// clearing the masks leaves them (docs/FORMAT.md, In-flight
-		// record): they mean nothing.
+		// finish makes the op word idle (the operation complete
+		// and counted) before it clears the masks: a writer that
+		// stopped in between leaves them (and the evidence of its
+		// last compare-and-swap), and they mean nothing.
 		a.note(Clean, -1, s, off, "record", nil,
 			"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
 	}
@@ -540,6 +541,9 @@ func hexBoot(b bootID) string {
 	return fmt.Sprintf("%x", b[:])
 }
 
+// classify says what state the file is in, from its phase and boot
+// identity, and decides how Repair ends the operations dead writers cut
+// short.
 func (a *analysis) classify(img image) error {
 	if !a.hotOK {
 		for i := range a.needRebuild {
@@ -549,6 +553,30 @@ func (a *analysis) classify(img image) error {
 	}
 	clean := a.phase == seqnum.Clean
 	a.trusted = clean || a.trustedPhase()
+	a.noteLiveOrPending()
+	var dirtyList []int
+	for i := range a.filters {
+		if a.filters[i].dirty {
+			dirtyList = append(dirtyList, i)
+		}
+	}
+	switch {
+	case clean:
+		a.classifyClean()
+	case !a.trusted:
+		a.classifyUntrusted(dirtyList)
+	default:
+		if err := a.classifyThisBoot(img, dirtyList); err != nil {
+			return err
+		}
+	}
+	a.checkSums()
+	return nil
+}
+
+// noteLiveOrPending notes the writers alive, whose counts may be in motion;
+// or, with none alive, the pending-adds hints killed writers left.
+func (a *analysis) noteLiveOrPending() {
 	if a.anyLive {
 		live := 0
 		for s := range a.slots {
@@ -557,20 +585,67 @@ func (a *analysis) classify(img image) error {
 			}
 		}
 		a.note(Clean, -1, -1, -1, "slots", nil, "%d writer slot(s) are held by live processes: the counts may be in motion, so counter sums are not checked", live)
-	} else {
-		for i := range a.filters {
-			if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
-				a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOff, "pending", nil,
-					"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
+		return
+	}
+	for i := range a.filters {
+		if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
+			a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOff, "pending", nil,
+				"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
+		}
+	}
+}
+
+// classifyClean checks a file marked clean: disk_seqnum against the slots'
+// counts, and that no dead writer's record claims a change.
+func (a *analysis) classifyClean() {
+	if !a.anyLive && a.disk != a.mem && !a.anyInFlight {
+		a.note(Damaged, -1, -1, header.DiskSeqOffset, "disk_seqnum", header.ErrCorrupt,
+			"the file is marked clean with disk_seqnum %d, but its slots count %d completed operations; Repair sets disk_seqnum", a.disk, a.mem)
+	}
+	for s := range a.slots {
+		si := &a.slots[s]
+		if si.live {
+			continue
+		}
+		for r := range si.recs {
+			ri := &si.recs[r]
+			if !ri.valid {
+				continue
+			}
+			if ri.changed == 0 && ri.doubt == 0 {
+				a.note(Interrupted, ri.filter(), s, header.RecordOffset(s, r), "record", scaling.ErrUnclean,
+					"a dead writer's %s was cut short before it changed anything; Repair frees the slot", opName(ri.op))
+			} else {
+				a.note(Damaged, ri.filter(), s, header.RecordOffset(s, r), "record", header.ErrCorrupt,
+					"a dead writer's record claims changes although the file is marked clean, which cannot happen; Repair clears it")
 			}
 		}
 	}
-	var dirtyList []int
-	for i := range a.filters {
-		if a.filters[i].dirty {
-			dirtyList = append(dirtyList, i)
-		}
+}
+
+// classifyUntrusted handles a dirty file whose counters may have lost
+// changes (the machine restarted, or no boot identity can vouch for them):
+// the filters marked dirty need Rebuild.
+func (a *analysis) classifyUntrusted(dirtyList []int) {
+	var why string
+	switch a.stored {
+	case rebuildBoot:
+		why = "Repair could not make these filters exact"
+	case bootID{}:
+		why = "no boot identity was recorded (an imported or hand-made file)"
+	default:
+		why = fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %s recorded with the dirty mark, now %s): an OS crash may have lost pages", hexBoot(a.stored), hexBoot(a.boot))
 	}
+	a.note(Dirty, -1, -1, header.BootIDOffset, "state", scaling.ErrUnclean, "%s; the filters marked dirty %v need Rebuild", why, dirtyList)
+	for _, i := range dirtyList {
+		a.needRebuild[i] = true
+	}
+	a.changesToUnmarked()
+}
+
+// classifyThisBoot handles a file dirty on this boot, whose counters hold
+// every change: it resolves the operations dead writers cut short.
+func (a *analysis) classifyThisBoot(img image, dirtyList []int) error {
 	deadInFlight, garbageDead := 0, false
 	for s := range a.slots {
 		if si := &a.slots[s]; !si.live {
@@ -580,89 +655,56 @@ func (a *analysis) classify(img image) error {
 			}
 		}
 	}
-	switch {
-	case clean:
-		if !a.anyLive && a.disk != a.mem && !a.anyInFlight {
-			a.note(Damaged, -1, -1, header.DiskSeqOffset, "disk_seqnum", header.ErrCorrupt,
-				"the file is marked clean with disk_seqnum %d, but its slots count %d completed operations; Repair sets disk_seqnum", a.disk, a.mem)
-		}
-		for s := range a.slots {
-			si := &a.slots[s]
-			if si.live {
-				continue
-			}
-			for r := range si.recs {
-				ri := &si.recs[r]
-				if !ri.valid {
-					continue
-				}
-				if ri.changed == 0 && ri.doubt == 0 {
-					a.note(Interrupted, ri.filter(), s, header.RecordOffset(s, r), "record", scaling.ErrUnclean,
-						"a dead writer's %s was cut short before it changed anything; Repair frees the slot", opName(ri.op))
-				} else {
-					a.note(Damaged, ri.filter(), s, header.RecordOffset(s, r), "record", header.ErrCorrupt,
-						"a dead writer's record claims changes although the file is marked clean, which cannot happen; Repair clears it")
-				}
-			}
-		}
-	case !a.trusted:
-		var why string
-		switch a.stored {
-		case rebuildBoot:
-			why = "Repair could not make these filters exact"
-		case bootID{}:
-			why = "no boot identity was recorded (an imported or hand-made file)"
-		default:
-			why = fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %s recorded with the dirty mark, now %s): an OS crash may have lost pages", hexBoot(a.stored), hexBoot(a.boot))
-		}
-		a.note(Dirty, -1, -1, header.BootIDOffset, "state", scaling.ErrUnclean, "%s; the filters marked dirty %v need Rebuild", why, dirtyList)
+	if deadInFlight == 0 {
+		a.note(Unflushed, -1, -1, header.StateOffset, "state", nil,
+			"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", dirtyList)
+	}
+	a.changesToUnmarked()
+	if garbageDead {
+		// A record we cannot read may have changed any dirty filter.
 		for _, i := range dirtyList {
 			a.needRebuild[i] = true
 		}
-		a.changesToUnmarked()
-	default:
-		if deadInFlight == 0 {
-			a.note(Unflushed, -1, -1, header.StateOffset, "state", nil,
-				"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", dirtyList)
+	}
+	for i := range a.filters {
+		fi := &a.filters[i]
+		if len(fi.recs) == 0 {
+			continue
 		}
-		a.changesToUnmarked()
-		if garbageDead {
-			// A record we cannot read may have changed any dirty filter.
-			for _, i := range dirtyList {
-				a.needRebuild[i] = true
-			}
+		if !fi.dirty {
+			continue // changesToUnmarked
 		}
-		for i := range a.filters {
-			fi := &a.filters[i]
-			if len(fi.recs) == 0 {
-				continue
-			}
-			if !fi.dirty {
-				continue // changesToUnmarked
-			}
-			if !fi.lineOK || fi.cut {
-				continue
-			}
-			res, err := a.resolve(img, i)
-			if err != nil {
-				return err
-			}
-			fi.res = res
-			for _, rr := range fi.recs {
-				ri := &a.slots[rr.slot].recs[rr.rec]
-				a.note(Interrupted, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
-					"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
-			}
-			if res.exact {
-				a.note(Interrupted, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
-			} else {
-				a.needRebuild[i] = true
-				a.note(Dirty, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean,
-					"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)
-			}
+		if !fi.lineOK || fi.cut {
+			continue
+		}
+		if err := a.resolveCutShort(img, i); err != nil {
+			return err
 		}
 	}
-	a.checkSums()
+	return nil
+}
+
+// resolveCutShort resolves the cut-short operations on filter i and notes
+// them, and whether Repair can end them exactly.
+func (a *analysis) resolveCutShort(img image, i int) error {
+	fi := &a.filters[i]
+	res, err := a.resolve(img, i)
+	if err != nil {
+		return err
+	}
+	fi.res = res
+	for _, rr := range fi.recs {
+		ri := &a.slots[rr.slot].recs[rr.rec]
+		a.note(Interrupted, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
+			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
+	}
+	if res.exact {
+		a.note(Interrupted, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
+	} else {
+		a.needRebuild[i] = true
+		a.note(Dirty, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean,
+			"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)
+	}
 	return nil
 }
 
