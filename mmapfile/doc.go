@@ -20,4 +20,9 @@
 //
 // Memory mapped from a file is invisible to the race detector; Heap gives the
 // same interface over ordinary memory so concurrency tests can run under -race.
+//
+// Files need Linux. Every system call and Linux fact is in a _linux.go file
+// (sys_linux.go, lock_linux.go, fs_linux.go, bootid_linux.go); on any other
+// system Open, Create and the locks fail with ErrUnsupported, while Heap
+// works everywhere.
 package mmapfile
