@@ -15,11 +15,6 @@ import (
 
 var le = binary.LittleEndian
 
-// Record op word: bits 0-1 the operation type (0 = idle), bits 8-15 the
-// filter, bits 16-63 the number of operations completed through the record
-// (scaling/slot.go).
-const ()
-
 // itemLimit is the largest item count Verify accepts for a filter of the
 // given capacity: header.ItemLimit, which the library never exceeds, plus
 // one per in-flight record of every slot, which files written before Adds
@@ -490,10 +485,9 @@ func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
 		a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
 			"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
 	case masks:
-		// finish makes the op word idle (the operation complete
-		// and counted) before it clears the masks: a writer that
-		// stopped in between leaves them (and the evidence of its
-		// last compare-and-swap), and they mean nothing.
+		// A writer that stopped between making the op word idle and
+		// clearing the masks (docs/FORMAT.md, In-flight record) leaves
+		// them: they mean nothing.
 		a.note(Clean, -1, s, off, "record", nil,
 			"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
 	}

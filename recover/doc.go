@@ -32,13 +32,12 @@
 // corrupt ones), zeroes the counters and re-adds the keys the application's
 // Source yields for the filter's id range.
 //
-// Repair and Rebuild take the file exclusively: they refuse while another
-// process holds a writer slot (the slots' open-file-description locks) and,
-// when they are to replace the file in place, while any handle has it open,
-// read-only ones included (every handle holds the open lock shared), so no
-// handle is left on the replaced file; they hold the growth lock, every slot
-// lock and (in place) the open lock while they work. Verify takes no lock. They never change
-// the file in place: they write the result to a temporary file in the same
+// Repair and Rebuild take the file exclusively, with the locks listed in
+// docs/FORMAT.md (Locks) and explained in package scaling (Several
+// processes): they refuse with ErrBusy while another process has the file
+// open read-write or, to replace it in place, open at all, so that no handle
+// is left on the replaced file. Verify takes no lock. They never change the
+// file in place: they write the result to a temporary file in the same
 // directory, sync it, and rename it over the original (keeping the original
 // as a backup) or write it to RepairOptions.Output, then sync the directory.
 // An interruption at any point leaves either the old file or the new one.

@@ -20,10 +20,8 @@ import (
 // operation whose outcome the counters cannot tell — stays marked dirty and
 // is listed in Report.NeedsRebuild: run Rebuild.
 //
-// It takes the file exclusively (ErrBusy while another process holds a
-// writer slot or the growth lock, or, for a repair in place, while any
-// handle has the file open, read-only ones included: they hold the open
-// lock shared; unless o.Wait lets it wait), works on a
+// It takes the file exclusively (ErrBusy while another process uses it, as
+// the package documentation says, unless o.Wait lets it wait), works on a
 // copy in the same directory, syncs it and renames it over the original,
 // keeping the original at o.Backup (default path+".bak"); or writes the
 // result to o.Output. It returns the Verify report of the file it wrote. A
@@ -129,7 +127,8 @@ type original struct {
 
 // replace writes the patched copy of the original to a temporary file beside
 // target and checks it; unless opt.DryRun, it then keeps the original as the
-// backup (for a repair in place) and renames the copy over target. It returns the report of the copy.
+// backup (for a repair in place) and renames the copy over target. It
+// returns the report of the copy.
 func replace(orig *original, p *patch, target string, boot bootID, opt *RepairOptions) (*Report, error) {
 	r, err := newReplacement(target)
 	if err != nil {

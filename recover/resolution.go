@@ -12,13 +12,11 @@ import (
 // hyp is one possible truth about an operation cut short, and what to do
 // about it.
 //
-// A record's Changed mask says which of the key's positions were changed;
-// its Doubt mask names the positions of a compare-and-swap that may or may
-// not have happened (all of them changed by that one CAS, or none): the
-// truth is Changed or Changed^Doubt. The item count is adjusted only after
-// the counters (and before the record is released), so a record whose Doubt
-// is 0 and Changed is not 0 finished its counters, and its item count may or
-// may not have been adjusted.
+// By the record's protocol (docs/FORMAT.md, In-flight record) the truth is
+// Changed or Changed^Doubt: the doubted compare-and-swap changed all its
+// positions or none. The item count is adjusted only after the counters, so
+// a record whose Doubt is 0 and Changed is not 0 finished its counters, and
+// its item count may or may not have been adjusted.
 type hyp struct {
 	rollback   uint64 // positions whose change is reverted
 	complete   bool   // the operation counts as completed

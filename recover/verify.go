@@ -44,20 +44,19 @@ func VerifyWithOptions(path string, o *VerifyOptions) (*Report, error) {
 var verifySettle = 5 * time.Second
 
 // settledAnalysis analyzes a file that other processes may be using. A
-// growth rewrites both metadata copies one after the other, extends the
-// file and publishes the new filter, holding the growth lock throughout: a
-// snapshot taken meanwhile can show copies that disagree, a torn copy, a
-// directory past the end of the file or a published count ahead of it; and
-// a writer that closes while the file is read leaves counters newer than
-// the item counts read before. None of that is damage. So findings of
-// damage are only believed when no growth overlapped the snapshot (the
-// growth lock was free before and after, and the file's size and metadata
-// copies did not change while it was read) and a second snapshot finds
-// damage too; otherwise Verify reads the file again, until verifySettle
-// runs out, and then reports an error wrapping ErrBusy rather than damage.
-// A slot counts as live if its lock was held before or while the file was
-// read. Every snapshot is decoded from a private copy of the bytes (pread),
-// never from memory another process writes.
+// snapshot taken during a growth (docs/FORMAT.md, Protocol summary) can show
+// metadata copies that disagree, a torn copy, a directory past the end of
+// the file or a published count ahead of it; and a writer that closes while
+// the file is read leaves counters newer than the item counts read before.
+// None of that is damage. So findings of damage are only believed when no
+// growth overlapped the snapshot (the growth lock was free before and after,
+// and the file's size and metadata copies did not change while it was read)
+// and a second snapshot finds damage too; otherwise Verify reads the file
+// again, until verifySettle runs out, and then reports an error wrapping
+// ErrBusy rather than damage. A slot counts as live if its lock was held
+// before or while the file was read. Every snapshot is decoded from a
+// private copy of the bytes (pread), never from memory another process
+// writes.
 func settledAnalysis(f *os.File, boot bootID) (*analysis, error) {
 	deadline := time.Now().Add(verifySettle)
 	delay := time.Millisecond
