@@ -103,8 +103,9 @@ const (
 
 // Operation types in an in-flight record.
 const (
-	OpAdd    = 1
-	OpRemove = 2
+	OpAdd     = 1
+	OpRemove  = 2
+	OpInvalid = 3 // never written: a record holding it is damaged
 )
 
 // Phases of the state word.

@@ -12,6 +12,7 @@ const (
 	opFilterShift = 8
 	opCountShift  = 16
 	opLowMask     = 1<<opCountShift - 1
+	opReserved    = 1<<opFilterShift - 1 - opTypeMask
 )
 
 // Op returns the operation: 0 (idle), OpAdd, OpRemove, or 3 (invalid).
@@ -19,6 +20,9 @@ func (w OpWord) Op() uint64 { return uint64(w) & opTypeMask }
 
 // InFlight reports whether the record names an operation.
 func (w OpWord) InFlight() bool { return w.Op() != 0 }
+
+// Reserved returns bits 2-7, which must be zero.
+func (w OpWord) Reserved() uint64 { return uint64(w) & opReserved }
 
 // Filter returns the index of the filter the operation changes.
 func (w OpWord) Filter() int { return int(uint64(w) >> opFilterShift & 0xff) }

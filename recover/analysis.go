@@ -499,9 +499,9 @@ func (a *analysis) recordFault(ri *recInfo) string {
 	n := len(a.filters)
 	f := ri.filter()
 	switch {
-	case header.OpWord(ri.op).Op() == 3:
+	case header.OpWord(ri.op).Op() == header.OpInvalid:
 		return "operation type 3"
-	case ri.op&0xfc != 0:
+	case header.OpWord(ri.op).Reserved() != 0:
 		return "reserved bits of the op word are set"
 	case f >= n:
 		return fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
