@@ -1,8 +1,8 @@
 package recover
 
 import (
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
-	"github.com/dablooms/dablooms/scaling"
 )
 
 // bootID is a machine boot identity as scaling records it with the dirty
@@ -23,5 +23,5 @@ func currentBoot(override string) bootID {
 	return parseBootID(override)
 }
 
-// parseBootID is scaling.ParseBootID.
-func parseBootID(s string) bootID { return bootID(scaling.ParseBootID(s)) }
+// parseBootID is header.ParseBootID.
+func parseBootID(s string) bootID { return bootID(header.ParseBootID(s)) }

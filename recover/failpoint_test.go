@@ -170,4 +170,3 @@ func TestFailpointMmap(t *testing.T) {
 		t.Fatal("a failed Open changed the file")
 	}
 }
-

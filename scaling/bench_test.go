@@ -368,4 +368,3 @@ func BenchmarkOpen(b *testing.B) {
 		})
 	}
 }
-

@@ -154,7 +154,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}})
 	addRange(t, w, 0, 5)
 	b := openFile(t, path, nil) // knows 1 filter
-	addRange(t, w, 5, 15)   // 2 filters published
+	addRange(t, w, 5, 15)       // 2 filters published
 	c := openFile(t, path, &OpenOptions{ReadOnly: true})
 	if !c.Contains(lifeKey(14)) {
 		t.Fatal("setup: reader misses a key")

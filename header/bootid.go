@@ -1,0 +1,35 @@
+package header
+
+// ParseBootID turns a boot identity into the 16 bytes recorded with the
+// dirty mark (BootIDOffset): a string of at most 16 bytes is kept as it is; a longer one (a
+// UUID such as /proc/sys/kernel/random/boot_id) gives the bytes of its hex
+// digit pairs.
+func ParseBootID(s string) [16]byte {
+	var id [16]byte
+	copy(id[:], s)
+	if len(s) > 16 {
+		var b [16]byte
+		n := 0
+		for i := 0; i+1 < len(s) && n < 16; i++ {
+			if hexv(s[i]) >= 0 && hexv(s[i+1]) >= 0 {
+				b[n] = byte(hexv(s[i])<<4 | hexv(s[i+1]))
+				n++
+				i++
+			}
+		}
+		id = b
+	}
+	return id
+}
+
+func hexv(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
