@@ -191,7 +191,9 @@ func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {
 
 // blockedFPR512 is the expected false-positive rate of a Blocked512 filter with
 // the given number of blocks holding n keys with k counters each.
-func blockedFPR512(n, blocks float64, k int) float64 { return blockedFPR(n, blocks, k, BlockCounters512) }
+func blockedFPR512(n, blocks float64, k int) float64 {
+	return blockedFPR(n, blocks, k, BlockCounters512)
+}
 
 func blockedFPR(n, blocks float64, k int, bs float64) float64 {
 	if !(n > 0) {
