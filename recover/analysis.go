@@ -263,7 +263,7 @@ func (a *analysis) readHot() {
 		a.note(Clean, -1, -1, header.PublishedOffset, "published", nil,
 			"published filter count %d is behind the directory's %d (a growth was cut before its publication); Open and Repair set it", a.published, n)
 	}
-	for _, r := range [][2]int64{{header.FlushCountOffset + 8, header.BootIDOffset}, {header.CleanBootIDOffset + 8, header.HotOffset + header.PageSize}} {
+	for _, r := range [][2]int64{{header.HotReservedOffset, header.BootIDOffset}, {header.HotTailOffset, header.HotOffset + header.PageSize}} {
 		if off := firstNonZero(a.head[r[0]:r[1]]); off >= 0 {
 			a.hotUnused = true
 			a.note(Damaged, -1, -1, r[0]+int64(off), "hot page", header.ErrCorrupt, "reserved bytes of the hot page are not zero; Repair zeroes them")

@@ -98,8 +98,8 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 	}
 	n := len(a.filters)
 	p.put(header.PublishedOffset, uint64(n))
-	p.zero(header.FlushCountOffset+8, header.BootIDOffset)
-	p.zero(header.CleanBootIDOffset+8, header.HotOffset+header.PageSize)
+	p.zero(header.HotReservedOffset, header.BootIDOffset)
+	p.zero(header.HotTailOffset, header.HotOffset+header.PageSize)
 	for i := n; i < header.MaxFilters; i++ {
 		off := header.FilterLineOffset(i)
 		p.zero(off, off+header.LineSize)
