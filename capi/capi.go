@@ -194,22 +194,23 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 
 //export scaling_bloom_mem_seqnum
 func scaling_bloom_mem_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	h, err := lookup(unsafe.Pointer(bloom), kindScaling)
-	if err != nil {
-		setError("scaling_bloom_mem_seqnum", err)
-		return 0
-	}
-	return C.uint64_t(h.f.MemSeqnum())
+	return seqnum("scaling_bloom_mem_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).MemSeqnum)
 }
 
 //export scaling_bloom_disk_seqnum
 func scaling_bloom_disk_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	h, err := lookup(unsafe.Pointer(bloom), kindScaling)
+	return seqnum("scaling_bloom_disk_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).DiskSeqnum)
+}
+
+// seqnum returns a sequence number, or 0 ("not known consistent") when it
+// cannot read it.
+func seqnum(fn string, p unsafe.Pointer, get func(*scaling.Filter) uint64) C.uint64_t {
+	h, err := lookup(p, kindScaling)
 	if err != nil {
-		setError("scaling_bloom_disk_seqnum", err)
+		setError(fn, err)
 		return 0
 	}
-	return C.uint64_t(h.f.DiskSeqnum())
+	return C.uint64_t(get(h.f))
 }
 
 // The counting functions use id 0 for every Add and Remove: the store has
