@@ -50,17 +50,17 @@ const (
 	// line per directory entry.
 	FilterLinesOffset = 3 * PageSize
 	// Offsets within a filter line.
-	FilterItemsOff = 0  // int64: live item count (adds minus removes)
-	FilterMarkOff  = 8  // uint64: epoch of the dirty mark (bit 63: mark pending)
-	FilterMinIDOff = 16 // uint64: smallest id routed to the filter
-	FilterMaxIDOff = 24 // uint64: largest id routed to the filter; bit 63: Sealed
-	// FilterPendingOff counts the Adds admitted to the filter whose item
+	FilterItemsOffset = 0  // int64: live item count (adds minus removes)
+	FilterMarkOffset  = 8  // uint64: epoch of the dirty mark (bit 63: mark pending)
+	FilterMinIDOffset = 16 // uint64: smallest id routed to the filter
+	FilterMaxIDOffset = 24 // uint64: largest id routed to the filter; bit 63: Sealed
+	// FilterPendingOffset counts the Adds admitted to the filter whose item
 	// count is not yet incremented (a hint that only makes the filter look
 	// fuller: a writer killed mid-Add leaves it too high; Repair zeroes it).
-	FilterPendingOff = 32 // uint64
-	// FilterReservedOff is the first reserved byte of a filter line: the
+	FilterPendingOffset = 32 // uint64
+	// FilterReservedOffset is the first reserved byte of a filter line: the
 	// rest of the line is zero.
-	FilterReservedOff = 40
+	FilterReservedOffset = 40
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize
@@ -69,17 +69,17 @@ const (
 	SlotSize       = 1024
 	RecordsPerSlot = SlotSize/LineSize - 1
 	// Offsets within a slot header line.
-	SlotOwnerOff    = 0  // uint64: random owner token, 0 = free
-	SlotPIDOff      = 8  // uint64: process id of the owner (informational)
-	SlotReservedOff = 16 // uint64: reserved, 0 (the completed count lives in each record's op word)
-	SlotOpenedOff   = 24 // uint64: Unix nanoseconds when the slot was claimed
+	SlotOwnerOffset    = 0  // uint64: random owner token, 0 = free
+	SlotPIDOffset      = 8  // uint64: process id of the owner (informational)
+	SlotReservedOffset = 16 // uint64: reserved, 0 (the completed count lives in each record's op word)
+	SlotOpenedOffset   = 24 // uint64: Unix nanoseconds when the slot was claimed
 	// Offsets within an in-flight record line.
-	RecOpOff      = 0  // uint64: bits 0-1 op type (0 idle), bits 8-15 filter, bits 16-63 completed count
-	RecHashOff    = 8  // uint64: key hash for the filter's hash algorithm
-	RecChangedOff = 16 // uint64: bit j set: position j's counter was changed
-	RecDoubtOff   = 24 // uint64: bit j set: position j's CAS may or may not have happened
-	RecWordOff    = 32 // uint64: evidence: counter word (index within the filter) + 1 of the last CAS tried, 0 none
-	RecNewOff     = 40 // uint64: evidence: the value that CAS stores in the word
+	RecOpOffset      = 0  // uint64: bits 0-1 op type (0 idle), bits 8-15 filter, bits 16-63 completed count
+	RecHashOffset    = 8  // uint64: key hash for the filter's hash algorithm
+	RecChangedOffset = 16 // uint64: bit j set: position j's counter was changed
+	RecDoubtOffset   = 24 // uint64: bit j set: position j's CAS may or may not have happened
+	RecWordOffset    = 32 // uint64: evidence: counter word (index within the filter) + 1 of the last CAS tried, 0 none
+	RecNewOffset     = 40 // uint64: evidence: the value that CAS stores in the word
 	// Words +48 and +56 of a record line are reserved (zero).
 
 	// MaxFilters is the number of directory entries in a metadata copy.

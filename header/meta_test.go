@@ -603,7 +603,7 @@ func TestLayoutConstants(t *testing.T) {
 	}
 	// A filter line.
 	checkSpans("filter line", 0, LineSize, []span{
-		{"items", FilterItemsOff, 8}, {"mark", FilterMarkOff, 8}, {"min id", FilterMinIDOff, 8}, {"max id", FilterMaxIDOff, 8},
+		{"items", FilterItemsOffset, 8}, {"mark", FilterMarkOffset, 8}, {"min id", FilterMinIDOffset, 8}, {"max id", FilterMaxIDOffset, 8},
 	})
 	for i := 0; i < MaxFilters; i++ {
 		if o := FilterLineOffset(i); o%LineSize != 0 || o < FilterLinesOffset || o+LineSize > SlotsOffset {
@@ -615,10 +615,10 @@ func TestLayoutConstants(t *testing.T) {
 		t.Errorf("%d records + header line != SlotSize %d", RecordsPerSlot, SlotSize)
 	}
 	checkSpans("slot header", 0, LineSize, []span{
-		{"owner", SlotOwnerOff, 8}, {"pid", SlotPIDOff, 8}, {"reserved", SlotReservedOff, 8}, {"opened", SlotOpenedOff, 8},
+		{"owner", SlotOwnerOffset, 8}, {"pid", SlotPIDOffset, 8}, {"reserved", SlotReservedOffset, 8}, {"opened", SlotOpenedOffset, 8},
 	})
 	checkSpans("record", 0, LineSize, []span{
-		{"op", RecOpOff, 8}, {"hash", RecHashOff, 8}, {"changed", RecChangedOff, 8}, {"doubt", RecDoubtOff, 8},
+		{"op", RecOpOffset, 8}, {"hash", RecHashOffset, 8}, {"changed", RecChangedOffset, 8}, {"doubt", RecDoubtOffset, 8},
 	})
 	var lines []span
 	for s := 0; s < NumSlots; s++ {

@@ -1,6 +1,6 @@
 package header
 
-// OpWord is the op word of an in-flight record (RecOpOff): bits 0-1 the
+// OpWord is the op word of an in-flight record (RecOpOffset): bits 0-1 the
 // operation (0 idle, OpAdd, OpRemove; 3 is invalid), bits 2-7 reserved
 // (zero), bits 8-15 the filter index, bits 16-63 the number of operations
 // completed through the record. The accessors are the only place that

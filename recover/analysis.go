@@ -297,30 +297,30 @@ func (a *analysis) readLines() {
 		}
 		fi := &a.filters[i]
 		fi.desc = a.meta.Filters[i]
-		fi.items = le.Uint64(line[header.FilterItemsOff:])
-		fi.mark = le.Uint64(line[header.FilterMarkOff:])
-		fi.minID = le.Uint64(line[header.FilterMinIDOff:])
-		maxWord := le.Uint64(line[header.FilterMaxIDOff:])
+		fi.items = le.Uint64(line[header.FilterItemsOffset:])
+		fi.mark = le.Uint64(line[header.FilterMarkOffset:])
+		fi.minID = le.Uint64(line[header.FilterMinIDOffset:])
+		maxWord := le.Uint64(line[header.FilterMaxIDOffset:])
 		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
 		fi.tailOff = -1
-		fi.pending = le.Uint64(line[header.FilterPendingOff:])
-		fi.lineExtra = firstNonZero(line[header.FilterReservedOff:]) >= 0
+		fi.pending = le.Uint64(line[header.FilterPendingOffset:])
+		fi.lineExtra = firstNonZero(line[header.FilterReservedOffset:]) >= 0
 		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
 		fi.lineOK = true
 		switch {
 		case fi.lineExtra:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterReservedOff, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+			a.note(Corrupt, i, -1, off+header.FilterReservedOffset, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
 		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterMarkOff, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
+			a.note(Corrupt, i, -1, off+header.FilterMarkOffset, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
 		case fi.minID > fi.maxID && !(fi.minID == math.MaxUint64 && fi.maxID == 0):
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterMinIDOff, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
+			a.note(Corrupt, i, -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
 		case i == n-1 && fi.sealed:
-			a.note(Damaged, i, -1, off+header.FilterMaxIDOff, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
+			a.note(Damaged, i, -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
-			a.note(Clean, i, -1, off+header.FilterMaxIDOff, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
+			a.note(Clean, i, -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
 		}
 		if !fi.lineOK {
 			a.needRebuild[i] = true
@@ -335,8 +335,8 @@ func unusedLine(line []byte) bool {
 	if firstNonZero(line) < 0 {
 		return true
 	}
-	return le.Uint64(line[header.FilterMinIDOff:]) == math.MaxUint64 &&
-		firstNonZero(line[:header.FilterMinIDOff]) < 0 && firstNonZero(line[header.FilterMaxIDOff:]) < 0
+	return le.Uint64(line[header.FilterMinIDOffset:]) == math.MaxUint64 &&
+		firstNonZero(line[:header.FilterMinIDOffset]) < 0 && firstNonZero(line[header.FilterMaxIDOffset:]) < 0
 }
 
 const chunkSize = 1 << 20
@@ -418,9 +418,9 @@ func (a *analysis) readSlots(live func(int64) bool) {
 	for s := range header.NumSlots {
 		si := &a.slots[s]
 		base := header.SlotOffset(s)
-		si.owner = a.word(base + header.SlotOwnerOff)
-		si.pid = a.word(base + header.SlotPIDOff)
-		si.opened = a.word(base + header.SlotOpenedOff)
+		si.owner = a.word(base + header.SlotOwnerOffset)
+		si.pid = a.word(base + header.SlotPIDOffset)
+		si.opened = a.word(base + header.SlotOpenedOffset)
 		if live != nil && live(base) {
 			si.live = true
 			a.anyLive = true
@@ -430,7 +430,7 @@ func (a *analysis) readSlots(live func(int64) bool) {
 		}
 		a.mem += si.completed
 		if !si.live && si.owner != 0 && si.inFlight == 0 {
-			a.note(Clean, -1, s, base+header.SlotOwnerOff, "owner", nil,
+			a.note(Clean, -1, s, base+header.SlotOwnerOffset, "owner", nil,
 				"slot of a writer (pid %d) that ended without closing, between operations; Repair frees it", si.pid)
 		}
 	}
@@ -443,13 +443,13 @@ func (a *analysis) readRecord(s, r int) {
 	si := &a.slots[s]
 	ri := &si.recs[r]
 	off := header.RecordOffset(s, r)
-	ri.op = a.word(off + header.RecOpOff)
-	ri.hash = a.word(off + header.RecHashOff)
-	ri.changed = a.word(off + header.RecChangedOff)
-	ri.doubt = a.word(off + header.RecDoubtOff)
-	ri.word = a.word(off + header.RecWordOff)
-	ri.newVal = a.word(off + header.RecNewOff)
-	ri.extra = firstNonZero(a.head[off+header.RecNewOff+8:off+header.LineSize]) >= 0
+	ri.op = a.word(off + header.RecOpOffset)
+	ri.hash = a.word(off + header.RecHashOffset)
+	ri.changed = a.word(off + header.RecChangedOffset)
+	ri.doubt = a.word(off + header.RecDoubtOffset)
+	ri.word = a.word(off + header.RecWordOffset)
+	ri.newVal = a.word(off + header.RecNewOffset)
+	ri.extra = firstNonZero(a.head[off+header.RecNewOffset+8:off+header.LineSize]) >= 0
 	si.completed += ri.count()
 	if !ri.inFlight() {
 		a.checkIdle(s, r, ri, off)
@@ -583,7 +583,7 @@ func (a *analysis) noteLiveOrPending() {
 	}
 	for i := range a.filters {
 		if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
-			a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOff, "pending", nil,
+			a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOffset, "pending", nil,
 				"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
 		}
 	}
@@ -736,7 +736,7 @@ func (a *analysis) checkSums() {
 		}
 
 		k := uint64(fi.desc.K)
-		off := header.FilterLineOffset(i) + header.FilterItemsOff
+		off := header.FilterLineOffset(i) + header.FilterItemsOffset
 		recountable := fi.sat == 0 && fi.sum%k == 0 && fi.sum/k <= itemLimit(fi.desc.Capacity)
 		switch {
 		case fi.sat == 0 && fi.itemsOK && fi.sum == k*fi.items:

@@ -197,7 +197,7 @@ func install(tmp *os.File, dst string) error {
 	// (this one included); in the copy nobody owns them.
 	var zero [8]byte
 	for s := 0; s < header.NumSlots; s++ {
-		if _, err := tmp.WriteAt(zero[:], header.SlotOffset(s)+header.SlotOwnerOff); err != nil {
+		if _, err := tmp.WriteAt(zero[:], header.SlotOffset(s)+header.SlotOwnerOffset); err != nil {
 			return err
 		}
 	}
@@ -296,7 +296,7 @@ func inFlight(r io.ReaderAt) (bool, error) {
 	}
 	for s := 0; s < header.NumSlots; s++ {
 		for rec := 0; rec < header.RecordsPerSlot; rec++ {
-			off := header.RecordOffset(s, rec) + header.RecOpOff - header.SlotsOffset
+			off := header.RecordOffset(s, rec) + header.RecOpOffset - header.SlotsOffset
 			if header.OpWord(binary.LittleEndian.Uint64(slots[off:])).InFlight() {
 				return true, nil
 			}

@@ -114,7 +114,7 @@ func checkBackup(t *testing.T, dst string, rep *BackupReport) {
 	defer fh.Close()
 	for s := 0; s < header.NumSlots; s++ {
 		var w [8]byte
-		if _, err := fh.ReadAt(w[:], header.SlotOffset(s)+header.SlotOwnerOff); err != nil || binary.LittleEndian.Uint64(w[:]) != 0 {
+		if _, err := fh.ReadAt(w[:], header.SlotOffset(s)+header.SlotOwnerOffset); err != nil || binary.LittleEndian.Uint64(w[:]) != 0 {
 			t.Fatalf("slot %d of the copy is not closed (%v)", s, err)
 		}
 	}
@@ -273,7 +273,7 @@ func TestBackupInFlight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := make(bytesImage, header.DataOffset)
-			binary.LittleEndian.PutUint64(img[header.RecordOffset(tc.slot, tc.rec)+header.RecOpOff:], uint64(tc.word))
+			binary.LittleEndian.PutUint64(img[header.RecordOffset(tc.slot, tc.rec)+header.RecOpOffset:], uint64(tc.word))
 			got, err := inFlight(img)
 			if err != nil || got != tc.wantFlight {
 				t.Errorf("inFlight = %v, %v; want %v", got, err, tc.wantFlight)

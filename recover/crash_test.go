@@ -108,9 +108,9 @@ func takeSnapshot(b []byte) (*flushSnapshot, error) {
 		line := header.FilterLineOffset(i)
 		s.filters = append(s.filters, snapFilter{
 			counters: bytes.Clone(b[d.Offset : d.Offset+d.Length]),
-			items:    le.Uint64(b[line+header.FilterItemsOff:]),
-			minID:    le.Uint64(b[line+header.FilterMinIDOff:]),
-			maxID:    le.Uint64(b[line+header.FilterMaxIDOff:]),
+			items:    le.Uint64(b[line+header.FilterItemsOffset:]),
+			minID:    le.Uint64(b[line+header.FilterMinIDOffset:]),
+			maxID:    le.Uint64(b[line+header.FilterMaxIDOffset:]),
 		})
 	}
 	return s, nil

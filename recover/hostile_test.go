@@ -107,13 +107,13 @@ func hostileCases() []hostileCase {
 		{name: "misaligned length", mutate: both(func(m []byte) { le.PutUint64(m[entry(0)+eLength:], le.Uint64(m[entry(0)+eLength:])+8) }), state: Corrupt, err: header.ErrCorrupt, repair: refuse},
 		{name: "trailing partial page", mutate: func(b []byte) []byte { return append(b, make([]byte, 100)...) }, state: Clean, openOK: true, repair: clean},
 		{name: "state epoch 0", mutate: word(header.StateOffset, seqnum.Pack(0, seqnum.Clean)), state: Corrupt, err: header.ErrCorrupt, repair: rebuild},
-		{name: "negative item count", mutate: word(header.FilterLineOffset(0)+header.FilterItemsOff, uint64(math.MaxUint64-4)), state: Damaged, err: header.ErrCorrupt, repair: clean},
+		{name: "negative item count", mutate: word(header.FilterLineOffset(0)+header.FilterItemsOffset, uint64(math.MaxUint64-4)), state: Damaged, err: header.ErrCorrupt, repair: clean},
 		{name: "published count impossible", mutate: word(header.PublishedOffset, 1000), state: Corrupt, err: header.ErrCorrupt, repair: rebuild},
 		{name: "disk_seqnum impossible", mutate: word(header.DiskSeqOffset, 1<<50), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
-		{name: "dirty mark from the future", mutate: word(header.FilterLineOffset(1)+header.FilterMarkOff, 1<<40), state: Corrupt, err: header.ErrCorrupt, openOK: true, repair: rebuild},
-		{name: "record of op type 3", mutate: word(header.RecordOffset(7, 2)+header.RecOpOff, uint64(header.IdleOp(5)|3)), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "dirty mark from the future", mutate: word(header.FilterLineOffset(1)+header.FilterMarkOffset, 1<<40), state: Corrupt, err: header.ErrCorrupt, openOK: true, repair: rebuild},
+		{name: "record of op type 3", mutate: word(header.RecordOffset(7, 2)+header.RecOpOffset, uint64(header.IdleOp(5)|3)), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
 		{name: "newest filter sealed", mutate: func(b []byte) []byte {
-			off := header.FilterLineOffset(1) + header.FilterMaxIDOff
+			off := header.FilterLineOffset(1) + header.FilterMaxIDOffset
 			le.PutUint64(b[off:], le.Uint64(b[off:])|header.Sealed)
 			return b
 		}, state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},

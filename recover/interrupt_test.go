@@ -59,14 +59,14 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	counting4.Layout(d.LayoutID).Positions(kh, d.Counters, d.K, pos)
 	words := img.w[d.Offset/8:]
 	recOff := header.RecordOffset(op.slot, op.rec)
-	opw := img.at(recOff + header.RecOpOff)
-	hash := img.at(recOff + header.RecHashOff)
-	changed := img.at(recOff + header.RecChangedOff)
-	doubt := img.at(recOff + header.RecDoubtOff)
-	evWord := img.at(recOff + header.RecWordOff)
-	evNew := img.at(recOff + header.RecNewOff)
+	opw := img.at(recOff + header.RecOpOffset)
+	hash := img.at(recOff + header.RecHashOffset)
+	changed := img.at(recOff + header.RecChangedOffset)
+	doubt := img.at(recOff + header.RecDoubtOffset)
+	evWord := img.at(recOff + header.RecWordOffset)
+	evNew := img.at(recOff + header.RecNewOffset)
 	line := header.FilterLineOffset(op.filter)
-	items := img.at(line + header.FilterItemsOff)
+	items := img.at(line + header.FilterItemsOffset)
 	count := header.OpWord(*opw).Completed()
 	typ := uint64(header.OpAdd)
 	if !op.add {
@@ -219,7 +219,7 @@ func markWriting(b []byte) {
 	ep, _ := seqnum.Unpack(*img.at(header.StateOffset))
 	*img.at(header.StateOffset) = seqnum.Pack(ep, seqnum.Dirty)
 	*img.at(header.DiskSeqOffset) = 0
-	*img.at(header.FilterLineOffset(0) + header.FilterMarkOff) = ep
+	*img.at(header.FilterLineOffset(0) + header.FilterMarkOffset) = ep
 	boot := parseBootID(testBoot)
 	copy(b[header.BootIDOffset:], boot[:])
 }
@@ -438,7 +438,7 @@ func insideCAS(b []byte, d header.FilterDesc, seed uint64, op simOp) []int {
 	for budget := 0; budget <= total; budget++ {
 		img := newSimImage(bytes.Clone(b))
 		simRun(img, d, seed, op, budget)
-		if *img.at(recOff + header.RecDoubtOff)&^*img.at(recOff + header.RecChangedOff) != 0 {
+		if *img.at(recOff + header.RecDoubtOffset)&^*img.at(recOff + header.RecChangedOffset) != 0 {
 			out = append(out, budget)
 		}
 	}
@@ -484,8 +484,8 @@ func TestInterruptTwoWritersInsideCAS(t *testing.T) {
 			wiped := bytes.Clone(img)
 			for _, op := range ops {
 				off := header.RecordOffset(op.slot, op.rec)
-				le.PutUint64(wiped[off+header.RecWordOff:], 0)
-				le.PutUint64(wiped[off+header.RecNewOff:], 0)
+				le.PutUint64(wiped[off+header.RecWordOffset:], 0)
+				le.PutUint64(wiped[off+header.RecNewOffset:], 0)
 			}
 			_, _, raw := repairBytes(t, wiped)
 			if raw.State == Clean {

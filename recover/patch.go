@@ -129,7 +129,7 @@ func (p *patch) endCutShort(a *analysis) (bump map[recRef]bool) {
 		if res.recount {
 			items = (int64(a.filters[i].sum) + res.sumDelta) / int64(a.filters[i].desc.K)
 		}
-		p.put(header.FilterLineOffset(i)+header.FilterItemsOff, uint64(items))
+		p.put(header.FilterLineOffset(i)+header.FilterItemsOffset, uint64(items))
 		if res.exact {
 			p.act("filter %d: %s", i, res.summary())
 		} else {
@@ -156,9 +156,9 @@ func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 		}
 		freed := si.owner != 0 || si.inFlight > 0
 		if freed {
-			p.put(base+header.SlotOwnerOff, 0)
-			p.put(base+header.SlotPIDOff, 0)
-			p.put(base+header.SlotOpenedOff, 0)
+			p.put(base+header.SlotOwnerOffset, 0)
+			p.put(base+header.SlotPIDOffset, 0)
+			p.put(base+header.SlotOpenedOffset, 0)
 		}
 		for r := range si.recs {
 			c := si.recs[r].count()
@@ -181,11 +181,11 @@ func (p *patch) idleRecord(ri *recInfo, off int64, c uint64) {
 	if !ri.inFlight() && !ri.bad {
 		return
 	}
-	p.put(off+header.RecOpOff, uint64(header.IdleOp(c)))
-	p.put(off+header.RecHashOff, 0)
-	p.put(off+header.RecChangedOff, 0)
-	p.put(off+header.RecDoubtOff, 0)
-	p.zero(off+header.RecWordOff, off+header.LineSize) // evidence and reserved words
+	p.put(off+header.RecOpOffset, uint64(header.IdleOp(c)))
+	p.put(off+header.RecHashOffset, 0)
+	p.put(off+header.RecChangedOffset, 0)
+	p.put(off+header.RecDoubtOffset, 0)
+	p.zero(off+header.RecWordOffset, off+header.LineSize) // evidence and reserved words
 }
 
 // fixLines repairs the filter lines, counter tails and item counts of the
@@ -199,7 +199,7 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			if fi.pending != 0 {
 				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", i, fi.pending)
 			}
-			p.zero(line+header.FilterPendingOff, line+header.LineSize)
+			p.zero(line+header.FilterPendingOffset, line+header.LineSize)
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
@@ -212,12 +212,12 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			if want {
 				v |= header.Sealed
 			}
-			p.put(line+header.FilterMaxIDOff, v)
+			p.put(line+header.FilterMaxIDOffset, v)
 			p.act("filter %d: id range %s", i, map[bool]string{true: "sealed", false: "unsealed"}[want])
 		}
 		if fi.recount && !a.needRebuild[i] {
 			v := fi.sum / uint64(fi.desc.K)
-			p.put(line+header.FilterItemsOff, v)
+			p.put(line+header.FilterItemsOffset, v)
 			p.act("filter %d: item count %d recounted from the counters: %d", i, int64(fi.items), v)
 		}
 	}
@@ -272,13 +272,13 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 		p.put(header.DiskSeqOffset, 0)
 		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
 		for _, i := range left {
-			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, next)
+			p.put(header.FilterLineOffset(i)+header.FilterMarkOffset, next)
 		}
 		p.act("left filters %v marked dirty: they need Rebuild", left)
 	default:
 		p.put(header.DiskSeqOffset, 0)
 		for _, i := range left {
-			p.put(header.FilterLineOffset(i)+header.FilterMarkOff, epoch)
+			p.put(header.FilterLineOffset(i)+header.FilterMarkOffset, epoch)
 		}
 		p.actions = append(p.actions, fmt.Sprintf("filters %v need Rebuild", left))
 	}
@@ -298,15 +298,15 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 		if fi.sat == 0 && fi.sum%uint64(fi.desc.K) == 0 {
 			items = fi.sum / uint64(fi.desc.K)
 		}
-		p.put(line+header.FilterItemsOff, items)
+		p.put(line+header.FilterItemsOffset, items)
 		if !fi.lineOK {
 			lo, hi, _ := a.rangeFor(i)
 			if i < len(a.filters)-1 {
 				hi |= header.Sealed
 			}
-			p.put(line+header.FilterMinIDOff, lo)
-			p.put(line+header.FilterMaxIDOff, hi)
-			p.zero(line+header.FilterPendingOff, line+header.LineSize)
+			p.put(line+header.FilterMinIDOffset, lo)
+			p.put(line+header.FilterMaxIDOffset, hi)
+			p.zero(line+header.FilterPendingOffset, line+header.LineSize)
 		}
 	}
 }
@@ -387,14 +387,14 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	}
 	p.filters[d.Offset] = b
 	line := header.FilterLineOffset(i)
-	p.put(line+header.FilterItemsOff, count)
-	p.put(line+header.FilterMarkOff, 0)
+	p.put(line+header.FilterItemsOffset, count)
+	p.put(line+header.FilterMarkOffset, 0)
 	if i < len(a.filters)-1 {
 		maxID |= header.Sealed
 	}
-	p.put(line+header.FilterMinIDOff, minID)
-	p.put(line+header.FilterMaxIDOff, maxID)
-	p.zero(line+header.FilterPendingOff, line+header.LineSize)
+	p.put(line+header.FilterMinIDOffset, minID)
+	p.put(line+header.FilterMaxIDOffset, maxID)
+	p.zero(line+header.FilterPendingOffset, line+header.LineSize)
 	p.keys += count
 	if ask {
 		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", i, lo, hi, count)

@@ -65,7 +65,7 @@ func wordAt(t testing.TB, path string, off int64) uint64 {
 // words after it are still reserved (issue 11, item 6a).
 func TestPendingAddsHint(t *testing.T) {
 	line := header.FilterLineOffset(0)
-	pending := line + header.FilterPendingOff
+	pending := line + header.FilterPendingOffset
 
 	path := newFile(t, 100, counting4.Blocked512, 10)
 	putWord(t, path, pending, 0xdead_beef_0000_0001)

@@ -51,9 +51,9 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		}
 		mb := &member{
 			desc: d, cf: cf, idx: i,
-			items: f.filterWord(i, header.FilterItemsOff), pend: f.filterWord(i, header.FilterPendingOff),
-			mark:  f.filterWord(i, header.FilterMarkOff),
-			minID: f.filterWord(i, header.FilterMinIDOff), maxID: f.filterWord(i, header.FilterMaxIDOff),
+			items: f.filterWord(i, header.FilterItemsOffset), pend: f.filterWord(i, header.FilterPendingOffset),
+			mark:  f.filterWord(i, header.FilterMarkOffset),
+			minID: f.filterWord(i, header.FilterMinIDOffset), maxID: f.filterWord(i, header.FilterMaxIDOffset),
 		}
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
@@ -130,9 +130,9 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 		return f.loadChain(m)
 	}
 	i := len(m.Filters)
-	newest := f.filterWord(i-1, header.FilterMaxIDOff)
+	newest := f.filterWord(i-1, header.FilterMaxIDOffset)
 	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
-		atomic.LoadUint64(f.filterWord(i-1, header.FilterItemsOff))+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOff)) < m.Filters[i-1].Capacity {
+		atomic.LoadUint64(f.filterWord(i-1, header.FilterItemsOffset))+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOffset)) < m.Filters[i-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.
 		return nil
@@ -148,7 +148,7 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	// writes the directory, a filter line and new blocks: mark the file
 	// dirty first, so a file that reads clean was not grown since its flush
 	// (but see docs/FORMAT.md: a flush may still land during the growth).
-	if err := f.ensureDirty(f.filterWord(i-1, header.FilterMarkOff)); err != nil {
+	if err := f.ensureDirty(f.filterWord(i-1, header.FilterMarkOffset)); err != nil {
 		return err
 	}
 	// Reserve the blocks first: a full disk fails here, not with a SIGBUS later.
@@ -181,13 +181,13 @@ func (f *Filter) publish(m *header.Meta) error {
 	n := len(m.Filters)
 	pub := int(min(atomic.LoadUint64(f.published), uint64(n)))
 	for i := max(pub, 1) - 1; i < n-1; i++ {
-		maxID := f.filterWord(i, header.FilterMaxIDOff)
+		maxID := f.filterWord(i, header.FilterMaxIDOffset)
 		if atomic.LoadUint64(maxID)&header.Sealed != 0 {
 			continue
 		}
 		// The seal changes the filter's line: mark it dirty first, so a
 		// clean claim never covers it.
-		if err := f.ensureDirty(f.filterWord(i, header.FilterMarkOff)); err != nil {
+		if err := f.ensureDirty(f.filterWord(i, header.FilterMarkOffset)); err != nil {
 			return err
 		}
 		seal(maxID)

@@ -151,7 +151,7 @@ func TestDefectCapacityTooLargeForFile(t *testing.T) {
 func TestDefectHostileItemCount(t *testing.T) {
 	_, good := smallFile(t)
 	b := append([]byte(nil), good...)
-	binary.LittleEndian.PutUint64(b[header.FilterLineOffset(0)+header.FilterItemsOff:], 1<<62)
+	binary.LittleEndian.PutUint64(b[header.FilterLineOffset(0)+header.FilterItemsOffset:], 1<<62)
 	path := filepath.Join(t.TempDir(), "items.dbl")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -423,11 +423,11 @@ func (f *Filter) filterWord(i int, field int64) *uint64 {
 }
 
 func (f *Filter) initFilterLine(i int) {
-	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterPendingOff), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), ^uint64(0))
-	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOffset), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterPendingOffset), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), ^uint64(0))
+	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), 0)
 }
 
 // validateHot checks the hot words against the directory: they are hostile
@@ -441,7 +441,7 @@ func (f *Filter) validateHot(m *header.Meta) error {
 		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}
 	}
 	for i := range m.Filters {
-		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOff))); items < 0 {
+		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))); items < 0 {
 			return &header.CorruptionError{Offset: header.FilterLineOffset(i), Filter: i, Field: "items", Reason: fmt.Sprintf("negative item count %d", items), Err: header.ErrCorrupt}
 		}
 	}

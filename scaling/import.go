@@ -130,19 +130,19 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 		for c, v := range lf.CounterValues() {
 			w[c>>4] |= uint64(v) << ((c & 15) * 4)
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterItemsOff), uint64(lf.Count))
+		atomic.StoreUint64(f.filterWord(i, header.FilterItemsOffset), uint64(lf.Count))
 		// The original routes id to the newest filter whose start id ≤ id:
 		// filter i holds [start_i, start_{i+1}-1], the last up to max_id.
 		hi := old.MaxID
 		if i+1 < len(old.Filters) && old.Filters[i+1].StartID > lf.StartID {
 			hi = old.Filters[i+1].StartID - 1
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOff), lf.StartID)
+		atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), lf.StartID)
 		hi = max(hi, lf.StartID)
 		if i+1 < len(old.Filters) {
 			hi |= header.Sealed
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOff), hi)
+		atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), hi)
 	}
 	// Carry mem_seqnum over as operations completed through slot 63's
 	// first record (mem_seqnum is the sum over all records).
@@ -164,7 +164,7 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 		}
 		atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
 		for i := range dir {
-			atomic.StoreUint64(f.filterWord(i, header.FilterMarkOff), ep)
+			atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), ep)
 		}
 	}
 	return nil

@@ -124,10 +124,10 @@ func (k *killTrial) readRecords() error {
 	}
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := k.rec(s, r, header.RecOpOff)
+			op := k.rec(s, r, header.RecOpOffset)
 			if t := header.OpWord(op).Op(); t != header.OpAdd && t != header.OpRemove {
-				if k.rec(s, r, header.RecChangedOff) != 0 || k.rec(s, r, header.RecDoubtOff) != 0 ||
-					k.rec(s, r, header.RecWordOff) != 0 || k.rec(s, r, header.RecNewOff) != 0 {
+				if k.rec(s, r, header.RecChangedOffset) != 0 || k.rec(s, r, header.RecDoubtOffset) != 0 ||
+					k.rec(s, r, header.RecWordOffset) != 0 || k.rec(s, r, header.RecNewOffset) != 0 {
 					st.idleStray++ // possible once finish makes the op idle before clearing the masks and evidence
 				}
 				continue
@@ -136,8 +136,8 @@ func (k *killTrial) readRecords() error {
 			if !ok {
 				return fmt.Errorf("slot %d, which no child used, has a non-idle record %#x", s, op)
 			}
-			k.busy = append(k.busy, &busyRecord{slot: s, r: r, op: op, hash: k.rec(s, r, header.RecHashOff),
-				chg: k.rec(s, r, header.RecChangedOff), doubt: k.rec(s, r, header.RecDoubtOff), proc: p})
+			k.busy = append(k.busy, &busyRecord{slot: s, r: r, op: op, hash: k.rec(s, r, header.RecHashOffset),
+				chg: k.rec(s, r, header.RecChangedOffset), doubt: k.rec(s, r, header.RecDoubtOffset), proc: p})
 		}
 	}
 	st.busyRecords += len(k.busy)
@@ -390,7 +390,7 @@ func (k *killTrial) solve() error {
 	counted := make([]uint64, k.nprocs)
 	for s, p := range k.slotOf {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			counted[p] += header.OpWord(k.rec(s, r, header.RecOpOff)).Completed()
+			counted[p] += header.OpWord(k.rec(s, r, header.RecOpOffset)).Completed()
 		}
 	}
 	counterSols := 0

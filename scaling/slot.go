@@ -38,16 +38,16 @@ func (f *Filter) claimSlot() error {
 		}
 		var tok [8]byte
 		rand.Read(tok[:])
-		atomic.StoreUint64(&w[header.SlotOwnerOff/8], binary.LittleEndian.Uint64(tok[:])|1)
-		atomic.StoreUint64(&w[header.SlotPIDOff/8], uint64(os.Getpid()))
-		atomic.StoreUint64(&w[header.SlotOpenedOff/8], uint64(time.Now().UnixNano()))
+		atomic.StoreUint64(&w[header.SlotOwnerOffset/8], binary.LittleEndian.Uint64(tok[:])|1)
+		atomic.StoreUint64(&w[header.SlotPIDOffset/8], uint64(os.Getpid()))
+		atomic.StoreUint64(&w[header.SlotOpenedOffset/8], uint64(time.Now().UnixNano()))
 		f.slot, f.slotWord = s, w
 		for r := range f.rec {
 			base := (r + 1) * header.LineSize / 8
 			rc := &f.rec[r]
-			rc.op, rc.hash = &w[base+header.RecOpOff/8], &w[base+header.RecHashOff/8]
-			rc.changed, rc.doubt = &w[base+header.RecChangedOff/8], &w[base+header.RecDoubtOff/8]
-			rc.word, rc.newVal = &w[base+header.RecWordOff/8], &w[base+header.RecNewOff/8]
+			rc.op, rc.hash = &w[base+header.RecOpOffset/8], &w[base+header.RecHashOffset/8]
+			rc.changed, rc.doubt = &w[base+header.RecChangedOffset/8], &w[base+header.RecDoubtOffset/8]
+			rc.word, rc.newVal = &w[base+header.RecWordOffset/8], &w[base+header.RecNewOffset/8]
 			// Every record is idle here, but a writer killed inside finish
 			// (after the op word went idle) may have left its masks and
 			// evidence set.
@@ -64,7 +64,7 @@ func (f *Filter) claimSlot() error {
 
 // recordOp is the op word of record r of slot s.
 func (f *Filter) recordOp(s, r int) *uint64 {
-	return f.hotWord(header.RecordOffset(s, r) + header.RecOpOff)
+	return f.hotWord(header.RecordOffset(s, r) + header.RecOpOffset)
 }
 
 // slotInFlight counts the records of slot s that hold an operation in flight.
@@ -82,7 +82,7 @@ func (f *Filter) releaseSlot() {
 	if f.slot < 0 {
 		return
 	}
-	atomic.StoreUint64(&f.slotWord[header.SlotOwnerOff/8], 0)
+	atomic.StoreUint64(&f.slotWord[header.SlotOwnerOffset/8], 0)
 	if f.file != nil {
 		f.file.Unlock(header.SlotOffset(f.slot))
 	}

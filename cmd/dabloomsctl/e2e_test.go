@@ -489,7 +489,7 @@ func slotsInFlight(t *testing.T, path string) bool {
 	}
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := b[header.RecordOffset(s, r)+header.RecOpOff:]
+			op := b[header.RecordOffset(s, r)+header.RecOpOffset:]
 			if header.OpWord(binary.LittleEndian.Uint64(op)).InFlight() {
 				return true
 			}

@@ -330,11 +330,11 @@ func cutOperation(t *testing.T, path string, s int) {
 	defer fh.Close()
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], 12345|1)
-	fh.WriteAt(b[:], header.SlotOffset(s)+header.SlotOwnerOff)
+	fh.WriteAt(b[:], header.SlotOffset(s)+header.SlotOwnerOffset)
 	binary.LittleEndian.PutUint64(b[:], header.OpAdd)
-	fh.WriteAt(b[:], header.RecordOffset(s, 0)+header.RecOpOff)
+	fh.WriteAt(b[:], header.RecordOffset(s, 0)+header.RecOpOffset)
 	binary.LittleEndian.PutUint64(b[:], 0xdeadbeef)
-	fh.WriteAt(b[:], header.RecordOffset(s, 0)+header.RecHashOff)
+	fh.WriteAt(b[:], header.RecordOffset(s, 0)+header.RecHashOffset)
 }
 
 // TestHelp: the root help and every subcommand's help are complete.

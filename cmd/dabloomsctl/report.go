@@ -169,7 +169,7 @@ func slotOwners(path string) map[int]uint64 {
 		return owners
 	}
 	for s := 0; s < header.NumSlots; s++ {
-		owners[s] = binary.LittleEndian.Uint64(b[s*header.SlotSize+header.SlotOwnerOff:])
+		owners[s] = binary.LittleEndian.Uint64(b[s*header.SlotSize+header.SlotOwnerOffset:])
 	}
 	return owners
 }
