@@ -103,6 +103,10 @@ func convertInPlace(path string, capacity uint64, errorRate float64, k kind, ope
 		f, err := scaling.Open(path, nil)
 		return f, "", err
 	}
+	// Or converted before we opened it, after our first Open failed.
+	if f, err := scaling.Open(path, nil); err == nil || !errors.Is(err, scaling.ErrNotDablooms) {
+		return f, "", err
+	}
 	tmp := fmt.Sprintf("%s.converting-%d", path, os.Getpid())
 	var f *scaling.Filter
 	var rep *scaling.ImportReport

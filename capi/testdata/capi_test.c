@@ -292,6 +292,36 @@ static void test_original_files(void) {
 	}
 }
 
+/* Several threads open one original file at once: one converts it, the
+ * others open the converted file. */
+#define OPENERS 4
+static const char *race_path;
+static int race_converted;
+
+static void *opener(void *arg) {
+	(void)arg;
+	scaling_bloom_t *b = new_scaling_bloom_from_file(1000, 0.05, race_path);
+	CHECK(b != NULL, "concurrent open of an original file");
+	if (b == NULL) return NULL;
+	if (dablooms_last_conversion() != NULL) __atomic_add_fetch(&race_converted, 1, __ATOMIC_SEQ_CST);
+	CHECK(scaling_bloom_check(b, "key-2", 5) == 1, "key-2 lost in a concurrent conversion");
+	CHECK(scaling_bloom_add(b, "raced", 5, 2600) == 1, "add after a concurrent conversion");
+	CHECK(free_scaling_bloom(b) == 0, "free");
+	return NULL;
+}
+
+static void test_concurrent_conversion(void) {
+	pthread_t th[OPENERS];
+	long t;
+	race_path = path_in(workdir, "orig_race.bin");
+	CHECK(copy_file(path_in(origdir, "scaling_1000_0.05.bin"), race_path) == 0, "copy");
+	for (t = 0; t < OPENERS; t++) pthread_create(&th[t], NULL, opener, NULL);
+	for (t = 0; t < OPENERS; t++) pthread_join(th[t], NULL);
+	CHECK(race_converted == 1, "%d threads converted the file, want 1", race_converted);
+	CHECK(file_size(path_in(workdir, "orig_race.bin.dablooms-0.9.1")) == 13757, "original not kept");
+	CHECK(file_size(path_in(workdir, "orig_race.bin.dablooms-0.9.1.1")) == -1, "original kept twice");
+}
+
 /* Several threads on one handle, each also opening and freeing its own. */
 #define THREADS 8
 #define PER_THREAD 2000
@@ -363,6 +393,7 @@ int main(int argc, char **argv) {
 	test_scaling();
 	test_counting();
 	test_original_files();
+	test_concurrent_conversion();
 	test_threads();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
