@@ -136,14 +136,15 @@ func FuzzPick(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b []byte, fileSize int64) {
 		a, b = a[:min(len(a), MetaSize)], b[:min(len(b), MetaSize)]
 		check := func(buf []byte) {
-			m, which, bad, err := Pick(buf, fileSize)
+			p, err := Pick(buf, fileSize)
 			if err != nil {
 				var ce *CorruptionError
-				if m != nil || bad != nil || !errors.As(err, &ce) {
-					t.Fatalf("Pick failed with m=%v bad=%v err=%v", m, bad, err)
+				if p != nil || !errors.As(err, &ce) {
+					t.Fatalf("Pick failed with %v, err=%v", p, err)
 				}
 				return
 			}
+			m, which, bad := p.Meta, p.Which, p.Bad
 			if m == nil || (which != 0 && which != 1) {
 				t.Fatalf("Pick: m=%v which=%d", m, which)
 			}

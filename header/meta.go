@@ -296,37 +296,44 @@ func ValidateParams(p *Params) error {
 	return nil
 }
 
+// Picked is the metadata copy Pick chose.
+type Picked struct {
+	*Meta       // the valid copy with the higher generation
+	Which int   // which copy it is: 0 = A, 1 = B
+	Bad   error // the other copy's error, if only one is valid
+}
+
 // Pick decodes both copies from the first 2×MetaSize bytes of a file of
-// fileSize bytes and returns the valid one with the higher generation, and
-// which copy it was (0 = A, 1 = B). If only one copy is valid it is returned
-// with the other's error in bad. If neither is valid the error of copy A is
-// returned (or B's, if A's is only a checksum error and B's says more).
-func Pick(b []byte, fileSize int64) (m *Meta, which int, bad error, err error) {
+// fileSize bytes and returns the valid one with the higher generation. If
+// only one copy is valid, Bad holds the other's error. If neither is valid
+// the error of copy A is returned (or B's, if A's is only a checksum error
+// and B's says more).
+func Pick(b []byte, fileSize int64) (*Picked, error) {
 	if len(b) < 2*MetaSize || fileSize < DataOffset {
 		n := int64(len(b))
 		if fileSize >= 0 && fileSize < n {
 			n = fileSize
 		}
 		if n >= 8 && [8]byte(b[:8]) != Magic {
-			return nil, 0, nil, corrupt(ErrNotDablooms, 0, -1, "magic", "got %q", b[:8])
+			return nil, corrupt(ErrNotDablooms, 0, -1, "magic", "got %q", b[:8])
 		}
-		return nil, 0, nil, corrupt(ErrNotDablooms, 0, -1, "size", "file has %d bytes, a dablooms file has at least %d", n, DataOffset)
+		return nil, corrupt(ErrNotDablooms, 0, -1, "size", "file has %d bytes, a dablooms file has at least %d", n, DataOffset)
 	}
 	a, errA := Decode(b[MetaAOffset:], MetaAOffset, fileSize)
 	bm, errB := Decode(b[MetaBOffset:], MetaBOffset, fileSize)
 	switch {
 	case errA == nil && errB == nil:
 		if bm.Generation > a.Generation {
-			return bm, 1, nil, nil
+			return &Picked{Meta: bm, Which: 1}, nil
 		}
-		return a, 0, nil, nil
+		return &Picked{Meta: a}, nil
 	case errA == nil:
-		return a, 0, errB, nil
+		return &Picked{Meta: a, Bad: errB}, nil
 	case errB == nil:
-		return bm, 1, errA, nil
+		return &Picked{Meta: bm, Which: 1, Bad: errA}, nil
 	}
 	if errors.Is(errA, ErrChecksum) && (errors.Is(errB, ErrVersion) || errors.Is(errB, ErrCorrupt)) {
-		return nil, 0, nil, errB
+		return nil, errB
 	}
-	return nil, 0, nil, errA
+	return nil, errA
 }

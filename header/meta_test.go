@@ -237,13 +237,13 @@ func TestPick(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(buf)
 			}
-			m, which, bad, err := Pick(buf, tc.fileSize)
+			p, err := Pick(buf, tc.fileSize)
 			if tc.wantErr != nil {
 				if err == nil {
-					t.Fatalf("Pick succeeded (copy %d), want %v", which, tc.wantErr)
+					t.Fatalf("Pick succeeded (copy %d), want %v", p.Which, tc.wantErr)
 				}
 				checkCorruption(t, err, tc.wantErr, tc.errOffset)
-				if m != nil {
+				if p != nil {
 					t.Fatalf("Pick returned a meta with an error")
 				}
 				return
@@ -251,6 +251,7 @@ func TestPick(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Pick: %v", err)
 			}
+			m, which, bad := p.Meta, p.Which, p.Bad
 			if m.Generation != tc.wantGen || which != tc.wantWhich {
 				t.Fatalf("picked copy %d generation %d, want copy %d generation %d", which, m.Generation, tc.wantWhich, tc.wantGen)
 			}
@@ -276,7 +277,7 @@ func TestPickPrefersInformativeError(t *testing.T) {
 	b := buf[MetaBOffset : MetaBOffset+MetaSize]
 	binary.LittleEndian.PutUint16(b[offMajor:], VersionMajor+1)
 	reseal(b)
-	_, _, _, err := Pick(buf, validMeta().End())
+	_, err := Pick(buf, validMeta().End())
 	if !errors.Is(err, ErrVersion) {
 		t.Fatalf("err = %v, want ErrVersion from copy B", err)
 	}

@@ -156,7 +156,7 @@ var copyName = [2]string{"A", "B"}
 func (a *analysis) decodeMeta() bool {
 	if a.size < header.DataOffset {
 		n := min(a.size, 2*header.MetaSize)
-		_, _, _, err := header.Pick(a.head[:n], a.size)
+		_, err := header.Pick(a.head[:n], a.size)
 		if err == nil {
 			err = &header.CorruptionError{Offset: 0, Filter: -1, Field: "size", Reason: fmt.Sprintf("file has %d bytes", a.size), Err: header.ErrNotDablooms}
 		}

@@ -99,7 +99,7 @@ type snapFilter struct {
 }
 
 func takeSnapshot(b []byte) (*flushSnapshot, error) {
-	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ var fuzzBase = sync.OnceValues(func() ([]byte, error) {
 	}
 	f.Close()
 	b := bytes.Clone(r.memB[:r.size])
-	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		return nil, err
 	}

@@ -204,7 +204,7 @@ func simBase(t *testing.T, lay counting4.Layout, capacity uint64, keys [][]byte)
 	}
 	f.Close()
 	b := bytes.Clone(r.memB[:r.size])
-	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

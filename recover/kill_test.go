@@ -315,7 +315,7 @@ func checkReplay(t *testing.T, trial int, path string, done, pending []killOp) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func interruptedFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _, _, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

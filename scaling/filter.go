@@ -389,10 +389,11 @@ func (f *Filter) readDirectory(want int) (*header.Meta, int, error) {
 			return nil, 0, err
 		}
 	}
-	m, which, _, err := header.Pick(b, size)
+	p, err := header.Pick(b, size)
 	if err != nil {
 		return nil, 0, err
 	}
+	m, which := p.Meta, p.Which
 	listed := len(m.Filters)
 	if want > 0 {
 		if listed < want {

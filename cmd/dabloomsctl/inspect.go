@@ -205,8 +205,11 @@ func readMeta(path string) (*header.Meta, int, error) {
 	if _, err := io.ReadFull(fh, b); err != nil {
 		return nil, 0, err
 	}
-	m, which, _, err := header.Pick(b, fi.Size())
-	return m, which, err
+	p, err := header.Pick(b, fi.Size())
+	if err != nil {
+		return nil, 0, err
+	}
+	return p.Meta, p.Which, nil
 }
 
 // seqnumMeaning says what the two seqnums mean at this moment.
