@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,11 +89,8 @@ func library(t testing.TB) string {
 		if lib.err != nil {
 			return
 		}
-		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(gobin); err != nil {
-			gobin = "go"
-		}
-		cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-o", filepath.Join(lib.dir, "libdablooms.so"), ".")
+		// go test puts its own GOROOT/bin first on the test's PATH.
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(lib.dir, "libdablooms.so"), ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CC="+strings.Join(cc, " "))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			lib.err = fmt.Errorf("go build -buildmode=c-shared ./capi: %v\n%s", err, out)
