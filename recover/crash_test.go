@@ -61,7 +61,7 @@ func modelTemplates(t testing.TB) []modelTemplate {
 		for _, sp := range templateSpecs {
 			r := newCrashRegion()
 			r.reset(nil, rand.New(rand.NewSource(1)))
-			f, err := scaling.CreateRegion(r, &scaling.Options{
+			f, err := createRegion(r, &scaling.Options{
 				Capacity: sp.capacity, ErrorRate: 0.05, GrowthFactor: sp.growth, Layout: sp.layout, Seed: 7, BootID: bootBefore,
 			})
 			if err != nil {
@@ -177,7 +177,7 @@ func heapOf(img []byte) *mmapfile.Heap {
 
 // falseNegatives opens img and counts the keys of truth it does not contain.
 func falseNegatives(img []byte, boot string, truth map[int]bool) (int, error) {
-	f, err := scaling.OpenRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true, AllowUnclean: true})
+	f, err := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true, AllowUnclean: true})
 	if err != nil {
 		return 0, err
 	}
@@ -290,7 +290,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	if err != nil {
 		return err.Error()
 	}
-	f, err := scaling.OpenRegion(r, &scaling.OpenOptions{BootID: bootBefore})
+	f, err := openRegion(r, &scaling.OpenOptions{BootID: bootBefore})
 	if err != nil {
 		return "open before the trial: " + err.Error()
 	}
@@ -356,7 +356,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 		default:
 			f.Close()
 			r.closed = false // the process restarts and opens the file again
-			f, err = scaling.OpenRegion(r, &scaling.OpenOptions{BootID: bootBefore, AllowUnclean: true})
+			f, err = openRegion(r, &scaling.OpenOptions{BootID: bootBefore, AllowUnclean: true})
 			if err != nil && !r.crashed {
 				return "reopen: " + err.Error()
 			}
@@ -389,7 +389,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	}
 	rep := a.report("")
 	st.byState[rep.State].Add(1)
-	of, oerr := scaling.OpenRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true})
+	of, oerr := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true})
 	if oerr == nil {
 		of.Close()
 	}
@@ -444,7 +444,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	if rep2.State != Clean {
 		return fmt.Sprintf("after recovery: %s: %v", rep2.State, rep2.Findings)
 	}
-	if f, err := scaling.OpenRegion(heapOf(fixed), &scaling.OpenOptions{BootID: boot}); err != nil {
+	if f, err := openRegion(heapOf(fixed), &scaling.OpenOptions{BootID: boot}); err != nil {
 		return "after recovery, open fails: " + err.Error()
 	} else {
 		f.Close()

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/regionhook"
+	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -77,4 +79,22 @@ func dumpReport(t testing.TB, r *Report) {
 	for _, a := range r.Actions {
 		t.Logf("  action: %s", a)
 	}
+}
+
+// createRegion and openRegion open a store in a custom region (the crash
+// model's in-memory file images), through internal/regionhook.
+func createRegion(r mmapfile.Region, o *scaling.Options) (*scaling.Filter, error) {
+	f, err := regionhook.Create(r, o)
+	if err != nil {
+		return nil, err
+	}
+	return f.(*scaling.Filter), nil
+}
+
+func openRegion(r mmapfile.Region, o *scaling.OpenOptions) (*scaling.Filter, error) {
+	f, err := regionhook.Open(r, o)
+	if err != nil {
+		return nil, err
+	}
+	return f.(*scaling.Filter), nil
 }

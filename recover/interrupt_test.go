@@ -190,7 +190,7 @@ func simBase(t *testing.T, lay counting4.Layout, capacity uint64, keys [][]byte)
 	t.Helper()
 	r := newCrashRegion()
 	r.reset(nil, rand.New(rand.NewSource(1)))
-	f, err := scaling.CreateRegion(r, &scaling.Options{Capacity: capacity, ErrorRate: 0.05, Layout: lay, Seed: 5, BootID: testBoot})
+	f, err := createRegion(r, &scaling.Options{Capacity: capacity, ErrorRate: 0.05, Layout: lay, Seed: 5, BootID: testBoot})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func chainCrash(t *testing.T, seed int64, garbage bool) ([]byte, map[int]bool) {
 	rng := rand.New(rand.NewSource(seed))
 	r := newCrashRegion()
 	r.reset(nil, rng)
-	f, err := scaling.CreateRegion(r, &scaling.Options{Capacity: 64, GrowthFactor: 1, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 11, BootID: bootBefore})
+	f, err := createRegion(r, &scaling.Options{Capacity: 64, GrowthFactor: 1, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 11, BootID: bootBefore})
 	if err != nil {
 		t.Fatal(err)
 	}

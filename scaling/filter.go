@@ -111,10 +111,10 @@ func NewMemory(opts *Options) (*Filter, error) {
 	return create(mmapfile.NewHeap(first.Offset+first.Length), nil, p, first, &o)
 }
 
-// CreateRegion initialises a new store in an empty region r of at least
-// header.DataOffset bytes (for custom storage, such as the crash model in
-// the tests). The region must be zero.
-func CreateRegion(r mmapfile.Region, opts *Options) (*Filter, error) {
+// createRegion initialises a new store in an empty region r of at least
+// header.DataOffset bytes (the crash model of recover's tests, through
+// internal/regionhook). The region must be zero.
+func createRegion(r mmapfile.Region, opts *Options) (*Filter, error) {
 	o, p, first, err := prepare(opts)
 	if err != nil {
 		return nil, err
@@ -228,8 +228,8 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	return f, nil
 }
 
-// OpenRegion opens a store in an existing region (see CreateRegion).
-func OpenRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
+// openRegion opens a store in an existing region (see createRegion).
+func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 	var o OpenOptions
 	if opts != nil {
 		o = *opts

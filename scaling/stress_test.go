@@ -793,7 +793,7 @@ func TestStressMemory(t *testing.T) {
 				var f *Filter
 				var err error
 				if slow {
-					f, err = CreateRegion(slowSyncHeap(), opts)
+					f, err = createRegion(slowSyncHeap(), opts)
 				} else {
 					f, err = NewMemory(opts)
 				}
