@@ -120,7 +120,7 @@ func convertInPlace(path string, capacity uint64, errorRate float64, k kind, ope
 		return nil, "", fmt.Errorf("%v; read as a dablooms 0.9.1 file with capacity %d and error rate %v: %w", openErr, capacity, errorRate, err)
 	}
 	err = f.Close()
-	if err == nil && rep.State == "interrupted" {
+	if err == nil && rep.State == scaling.Interrupted {
 		err = fmt.Errorf("%s is a dablooms 0.9.1 file left mid-operation (mem_seqnum 0): its counters cannot be trusted; rebuild it (not converted, not changed)", path)
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package scaling
 
 import (
-	"cmp"
 	"fmt"
 	"sync/atomic"
 
@@ -17,12 +16,12 @@ type ImportReport struct {
 	MaxID      uint64
 	MemSeqnum  uint64 // the original's mem_seqnum, carried over
 	DiskSeqnum uint64 // the original's disk_seqnum
-	// State of the original: "clean" (disk_seqnum = mem_seqnum), "unflushed"
-	// (disk_seqnum 0: changed since its last flush) or "interrupted"
+	// State of the original: Clean (disk_seqnum = mem_seqnum), Unflushed
+	// (disk_seqnum 0: changed since its last flush) or Interrupted
 	// (mem_seqnum 0: a process died mid-operation; its counters cannot be
 	// trusted, and the converted file is marked dirty so that Open refuses it
 	// until it is rebuilt).
-	State string
+	State Condition
 }
 
 // ImportDablooms converts a scaling file written by the original C dablooms
@@ -43,7 +42,7 @@ func ImportDablooms(newPath, oldPath string, capacity uint64, errorRate float64,
 	if err != nil {
 		return nil, nil, err
 	}
-	return importFilters(newPath, old, capacity, errorRate, opts, "")
+	return importFilters(newPath, old, capacity, errorRate, opts, originalState(old))
 }
 
 // ImportDabloomsCounting converts a single counting-filter file of the
@@ -57,10 +56,11 @@ func ImportDabloomsCounting(newPath, oldPath string, capacity uint64, errorRate 
 		return nil, nil, err
 	}
 	old := &legacy.ScalingFile{Capacity: capacity, ErrorRate: errorRate, MaxID: header.MaxID, Filters: []legacy.Filter{cf.Filter}}
-	return importFilters(newPath, old, capacity, errorRate, opts, "clean")
+	return importFilters(newPath, old, capacity, errorRate, opts, Clean)
 }
 
-func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, errorRate float64, opts *Options, state string) (*Filter, *ImportReport, error) {
+func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, errorRate float64, opts *Options, state Condition) (*Filter, *ImportReport, error) {
+	// state is what the original says of itself (a counting file: Clean).
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, nil, err
@@ -74,7 +74,7 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 		return nil, nil, fmt.Errorf("dablooms: the original file has %d filters, more than the %d a file holds", len(old.Filters), header.MaxFilters)
 	}
 	rep := &ImportReport{Filters: len(old.Filters), MaxID: old.MaxID, MemSeqnum: old.MemSeqnum, DiskSeqnum: old.DiskSeqnum,
-		State: cmp.Or(state, originalState(old))}
+		State: state}
 	dir := importDirectory(old, capacity)
 	mf, err := mmapfile.Create(newPath, (&header.Meta{Filters: dir}).End(), o.fileOptions())
 	if err != nil {
@@ -90,16 +90,16 @@ func importFilters(newPath string, old *legacy.ScalingFile, capacity uint64, err
 	return f, rep, nil
 }
 
-// originalState is what the original's seqnums say of its file: "clean",
-// "unflushed", or "interrupted" (mem_seqnum 0: a process died mid-operation).
-func originalState(old *legacy.ScalingFile) string {
+// originalState is what the original's seqnums say of its file: Clean,
+// Unflushed, or Interrupted (mem_seqnum 0: a process died mid-operation).
+func originalState(old *legacy.ScalingFile) Condition {
 	switch {
 	case old.MemSeqnum == 0:
-		return "interrupted"
+		return Interrupted
 	case old.DiskSeqnum == old.MemSeqnum:
-		return "clean"
+		return Clean
 	}
-	return "unflushed"
+	return Unflushed
 }
 
 // importDirectory lays the original's filters out back to back, keeping
@@ -121,7 +121,7 @@ func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDe
 // fillFromOriginal copies the original's counters, item counts, id ranges
 // and seqnums into the new file (before it is synced and published), and
 // marks it as the original's state says.
-func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDesc, state string) error {
+func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDesc, state Condition) error {
 	for i, lf := range old.Filters {
 		w, err := f.r.Words(dir[i].Offset, dir[i].Length/8)
 		if err != nil {
@@ -151,15 +151,15 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 	}
 	const ep = 1
 	switch state {
-	case "clean":
+	case Clean:
 		atomic.StoreUint64(f.words.Disk, old.MemSeqnum)
-	case "unflushed", "interrupted":
+	case Unflushed, Interrupted:
 		// Our copy is durable once written, but the original was not
 		// clean: mark every filter dirty. Unflushed records this boot
 		// (Condition Unflushed); interrupted, whose counters may be
 		// half-changed, records no boot at all, so Condition is Dirty
 		// and every filter needs a rebuild.
-		if state == "unflushed" {
+		if state == Unflushed {
 			f.recordBoot()
 		}
 		atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))

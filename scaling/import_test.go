@@ -109,13 +109,13 @@ func TestImportDablooms(t *testing.T) {
 		e         float64
 		counting  bool
 		added     func(i int) bool // keys key-<i>, i < 3000, present in the original
-		state     string
+		state     Condition
 		mem, disk uint64
 		condition Condition
 	}{
-		{"scaling_1000_0.05.bin", 1000, 0.05, false, func(i int) bool { return i < 2500 && i%5 != 0 }, "clean", 3001, 3001, Clean},
-		{"scaling_dupids.bin", 100, 0.1, false, func(i int) bool { return i < 500 }, "unflushed", 501, 0, Unflushed},
-		{"counting_1000_0.05.bin", 1000, 0.05, true, func(i int) bool { return i < 1000 && i%5 != 0 }, "clean", 0, 0, Clean},
+		{"scaling_1000_0.05.bin", 1000, 0.05, false, func(i int) bool { return i < 2500 && i%5 != 0 }, Clean, 3001, 3001, Clean},
+		{"scaling_dupids.bin", 100, 0.1, false, func(i int) bool { return i < 500 }, Unflushed, 501, 0, Unflushed},
+		{"counting_1000_0.05.bin", 1000, 0.05, true, func(i int) bool { return i < 1000 && i%5 != 0 }, Clean, 0, 0, Clean},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestImportDablooms(t *testing.T) {
 				t.Fatal("the original file changed")
 			}
 			if rep.State != tc.state || f.MemSeqnum() != tc.mem || f.DiskSeqnum() != tc.disk || f.Condition() != tc.condition {
-				t.Fatalf("state %q mem %d disk %d condition %v; want %q %d %d %v", rep.State, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), tc.state, tc.mem, tc.disk, tc.condition)
+				t.Fatalf("state %v mem %d disk %d condition %v; want %v %d %d %v", rep.State, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), tc.state, tc.mem, tc.disk, tc.condition)
 			}
 			check := func(f *Filter, what string) {
 				t.Helper()

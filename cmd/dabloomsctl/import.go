@@ -69,7 +69,7 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 				return a.writeJSON(importJSON{
 					Schema: "dabloomsctl.import/v1", Old: args[0], New: args[1], Kind: kind,
 					Filters: rep.Filters, MaxID: rep.MaxID, MemSeqnum: rep.MemSeqnum, DiskSeqnum: rep.DiskSeqnum,
-					State: rep.State, Condition: st.Condition.String(), FileSize: st.FileSize,
+					State: rep.State.String(), Condition: st.Condition.String(), FileSize: st.FileSize,
 				})
 			}
 			a.logf("imported %s (%s file, %d filter(s), max_id %d, mem_seqnum %d, disk_seqnum %d: %s) into %s: %s, %d bytes",
