@@ -75,7 +75,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	var tok [8]byte
 	rand.Read(tok[:])
 	mf.aside = filepath.Join(dir, fmt.Sprintf(".%s.new-%x", filepath.Base(path), tok))
-	f, err := openRegular(mf.aside, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := OpenRegular(mf.aside, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		mf.releaseOld()
 		return nil, err
@@ -108,7 +108,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 // Overwrite) a regular file, whose open lock it takes exclusively until
 // Publish, so that no handle opens it meanwhile.
 func (mf *File) holdOld(path string, o *Options) error {
-	old, err := openRegular(path, os.O_RDWR, 0)
+	old, err := OpenRegular(path, os.O_RDWR, 0)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
@@ -221,6 +221,8 @@ func kindOf(m os.FileMode) string {
 		return "socket"
 	case m&os.ModeDevice != 0:
 		return "device"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
 	}
 	return m.Type().String()
 }
@@ -239,7 +241,7 @@ func open(path string, o *Options) (*File, error) {
 	if o.ReadOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := openRegular(path, flag, 0)
+	f, err := OpenRegular(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -261,10 +263,15 @@ func open(path string, o *Options) (*File, error) {
 	return mf, nil
 }
 
-// openRegular opens path with O_NONBLOCK (an open(2) of a FIFO would
+// OpenRegular opens path with O_NONBLOCK (an open(2) of a FIFO would
 // otherwise wait for a writer for ever), refuses anything but a regular
-// file, and then turns blocking I/O back on.
-func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+// file (ErrNotRegular) before opening it (opening a device can act on it)
+// and after (the path may have changed in between), and then turns
+// blocking I/O back on.
+func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, kindOf(st.Mode()))
+	}
 	f, err := os.OpenFile(path, flag|oNonblock, perm)
 	if err != nil {
 		return nil, err

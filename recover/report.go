@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -109,5 +110,5 @@ var (
 	// repaired or rebuilt (restore a backup).
 	ErrUnrepairable = errors.New("recover: no valid metadata copy; restore a backup")
 	// ErrNotRegular: the path is not a regular file.
-	ErrNotRegular = errors.New("recover: not a regular file")
+	ErrNotRegular = mmapfile.ErrNotRegular
 )

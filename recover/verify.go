@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // Verify deep-checks the file at path and reports its state and every
@@ -123,15 +123,10 @@ func unchanged(f *os.File, a *analysis, size int64) bool {
 	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == a.word(header.PublishedOffset)
 }
 
-// openRegular opens path without blocking (a FIFO would block a plain open)
-// and refuses anything but a regular file. It returns the file's size.
+// openRegular opens path as mmapfile.OpenRegular does (without blocking,
+// refusing anything but a regular file) and returns the file's size.
 func openRegular(path string, flag int) (*os.File, int64, error) {
-	if st, err := os.Stat(path); err != nil {
-		return nil, 0, err
-	} else if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%w: %s is a %v", ErrNotRegular, path, typeName(st.Mode()))
-	}
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0)
+	f, err := mmapfile.OpenRegular(path, flag, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -140,25 +135,5 @@ func openRegular(path string, flag int) (*os.File, int64, error) {
 		f.Close()
 		return nil, 0, err
 	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%w: %s is a %v", ErrNotRegular, path, typeName(st.Mode()))
-	}
 	return f, st.Size(), nil
-}
-
-func typeName(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSymlink != 0:
-		return "symbolic link"
-	}
-	return m.Type().String()
 }
