@@ -67,15 +67,9 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 	if len(ids) != len(keys) {
 		return fmt.Errorf("%w: %d ids for %d keys", ErrInvalidOption, len(ids), len(keys))
 	}
-	if f.ro {
-		if f.closed.Load() {
-			return ErrClosed
-		}
-		return ErrReadOnly
-	}
-	c := f.chain.Load()
-	if c == nil {
-		return ErrClosed
+	c, err := f.writableChain()
+	if err != nil {
+		return err
 	}
 	g, err := f.enter(0) // one registration for the batch: Close waits for it
 	if err != nil {

@@ -112,15 +112,9 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
-	if f.ro {
-		if f.closed.Load() {
-			return ErrClosed
-		}
-		return ErrReadOnly
-	}
-	c := f.chain.Load()
-	if c == nil {
-		return ErrClosed
+	c, err := f.writableChain()
+	if err != nil {
+		return err
 	}
 	h := f.hash(c, key)
 	g, err := f.enter(h.native)
@@ -242,6 +236,22 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	decrementItems(m.items)
 	r.finish(true)
 	return nil
+}
+
+// writableChain returns the chain for a modification: ErrReadOnly on a
+// read-only Filter, ErrClosed once closed.
+func (f *Filter) writableChain() (*chain, error) {
+	if f.ro {
+		if f.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, ErrReadOnly
+	}
+	c := f.chain.Load()
+	if c == nil {
+		return nil, ErrClosed
+	}
+	return c, nil
 }
 
 // decrementItems takes one from an item count, but never below zero. A
