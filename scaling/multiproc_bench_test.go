@@ -46,11 +46,7 @@ func procBenchKey(i uint64, buf *[8]byte) []byte {
 // childBench runs the benchmark loop (Add or Contains) until told to stop.
 // An Add child stops adding after QUOTA keys (the file is sized for it).
 func childBench() error {
-	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
-	if err != nil {
-		return err
-	}
-	f, err := Open(children.Env("PATH"), nil)
+	ctl, f, err := childStart("CTL")
 	if err != nil {
 		return err
 	}

@@ -26,11 +26,7 @@ func noLostCfg(nstreams int, racy bool) streamCfg {
 // racy mode (the negative control) the counters are changed with a plain,
 // non-atomic read-modify-write instead of the filter's compare-and-swap.
 func childStream() error {
-	ctl, err := childproc.MapShm(children.Env("CTL"), childproc.CtlWords, false)
-	if err != nil {
-		return err
-	}
-	f, err := Open(children.Env("PATH"), nil)
+	ctl, f, err := childStart("CTL")
 	if err != nil {
 		return err
 	}

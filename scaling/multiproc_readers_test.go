@@ -25,11 +25,7 @@ const (
 func permKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
 
 func childReaderWriter() error {
-	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
-	if err != nil {
-		return err
-	}
-	f, err := Open(children.Env("PATH"), nil)
+	mk, f, err := childStart("MARK")
 	if err != nil {
 		return err
 	}
