@@ -341,6 +341,9 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 	return lo, header.MaxID, true
 }
 
+// rebuildAhead is how many keys ahead of its counters rebuild prefetches.
+const rebuildAhead = 16
+
 // rebuild zeroes filter i and re-adds the keys src yields for its id range.
 func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	fi := &a.filters[i]
@@ -358,6 +361,10 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	seed := a.meta.Params.Seed
 	var count uint64
 	minID, maxID := uint64(math.MaxUint64), uint64(0)
+	// A key's block is prefetched when the source yields it and its
+	// counters changed rebuildAhead keys later, so that the cache misses of
+	// many keys overlap (as scaling's AddBatch does).
+	var ahead [rebuildAhead]uint64
 	add := func(key []byte, id uint64) error {
 		if id < lo || id > hi {
 			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
@@ -368,7 +375,12 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 		} else {
 			h = header.HashKey(seed, key) + salt
 		}
-		cf.Add(h, nil)
+		cf.PrefetchProbe(cf.Prepare(h))
+		slot := &ahead[count%rebuildAhead]
+		if count >= rebuildAhead {
+			cf.Add(*slot, nil)
+		}
+		*slot = h
 		count++
 		minID, maxID = min(minID, id), max(maxID, id)
 		return nil
@@ -377,6 +389,9 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 		if err := src(lo, hi, add); err != nil {
 			return fmt.Errorf("rebuilding filter %d from ids [%d, %d]: %w", i, lo, hi, err)
 		}
+	}
+	for n := count - min(count, rebuildAhead); n < count; n++ {
+		cf.Add(ahead[n%rebuildAhead], nil)
 	}
 	if count > itemLimit(d.Capacity) {
 		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", count, i, d.Capacity)
