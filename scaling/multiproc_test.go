@@ -58,3 +58,17 @@ func TestMPChild(t *testing.T) {
 		os.Exit(2)
 	}
 }
+
+// childStart maps the shared words named by the environment variable
+// shmEnv and opens the file PATH read-write: how most children start.
+func childStart(shmEnv string) (*childproc.Shm, *Filter, error) {
+	shm, err := childproc.MapShm(children.Env(shmEnv), childproc.CtlWords, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := Open(children.Env("PATH"), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return shm, f, nil
+}
