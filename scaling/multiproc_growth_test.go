@@ -154,16 +154,7 @@ func runGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
 	const nprocs, keys = 4, 20_000 // 80,000 adds: filters 2k+4k+8k+16k+32k < 80k
 	dir := t.TempDir()
 	path := filepath.Join(dir, "grow.dbl")
-	f, err := Create(path, &Options{Capacity: 2_000, ErrorRate: errorRate, Layout: layout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
+	ctl := createForChildren(t, path, &Options{Capacity: 2_000, ErrorRate: errorRate, Layout: layout}, filepath.Join(dir, "ctl"))
 	start := time.Now()
 	var procs []*childproc.Proc
 	for p := 0; p < nprocs; p++ {

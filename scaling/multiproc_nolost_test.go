@@ -105,16 +105,7 @@ func runNoLost(t *testing.T, racy bool) noLostResult {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "nolost.dbl")
 	const seed = 0x5eed_0001
-	f, err := Create(path, &Options{Capacity: 200_000, ErrorRate: 0.01, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
+	ctl := createForChildren(t, path, &Options{Capacity: 200_000, ErrorRate: 0.01, Seed: seed}, filepath.Join(dir, "ctl"))
 	racyFlag := "0"
 	if racy {
 		racyFlag = "1"

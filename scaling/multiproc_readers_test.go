@@ -147,16 +147,7 @@ func TestMPReaders(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "readers.dbl")
-	f, err := Create(path, &Options{Capacity: 5_000, ErrorRate: 0.01})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	mk, err := childproc.MapShm(filepath.Join(dir, "marks"), childproc.CtlWords, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mk.Close()
+	mk := createForChildren(t, path, &Options{Capacity: 5_000, ErrorRate: 0.01}, filepath.Join(dir, "marks"))
 	report := filepath.Join(dir, "reader.json")
 	start := time.Now()
 	reader := children.Start(t, "reader", "reader", childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("REPORT", report))

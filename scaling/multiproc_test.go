@@ -72,3 +72,21 @@ func childStart(shmEnv string) (*childproc.Shm, *Filter, error) {
 	}
 	return shm, f, nil
 }
+
+// createForChildren creates the store at path with o and closes it for the
+// children, and maps (creating it) the file of shared words at shm, which
+// the test's cleanup unmaps.
+func createForChildren(t *testing.T, path string, o *Options, shm string) *childproc.Shm {
+	t.Helper()
+	f, err := Create(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err := childproc.MapShm(shm, childproc.CtlWords, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
