@@ -17,6 +17,7 @@ import (
 // within ErrorRate), in a file and in memory. -short shrinks both sets to
 // 200,000 (50,000 under -race).
 func TestAccuracy(t *testing.T) {
+	requireFiles(t)
 	const capacity = 100_000
 	keys, absent := 1_000_000, 1_000_000
 	if testing.Short() {
@@ -120,6 +121,7 @@ func TestAccuracy(t *testing.T) {
 // 15 is never decremented again, so it would stay after the keys are
 // removed).
 func TestAccuracyHighK(t *testing.T) {
+	requireFiles(t)
 	const capacity = 20_000
 	absent := 2_000_000
 	if testing.Short() {
@@ -181,6 +183,7 @@ func TestAccuracyHighK(t *testing.T) {
 // 2e-7 target, 2× ErrorRate). No key may have half its positions or fewer
 // distinct.
 func TestAccuracyClassicPositions(t *testing.T) {
+	requireFiles(t)
 	f, _ := newStore(t, inMemory, &Options{Capacity: 2000, ErrorRate: 1e-6, Layout: counting4.Classic, Seed: 5})
 	m := f.chain.Load().f[0]
 	k := m.desc.K

@@ -12,6 +12,7 @@ import (
 // the caller's data, not the filter's — and is what BenchmarkLoadFloor
 // compares with.
 func BenchmarkContainsBatch(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		for _, order := range []string{"shuffled", "inorder"} {
 			b.Run(c.name+"/"+order, func(b *testing.B) {
@@ -60,6 +61,7 @@ func BenchmarkHashKey(b *testing.B) {
 // BenchmarkContainsParallel runs Contains of present keys from GOMAXPROCS
 // goroutines (go test -cpu 1,2 compares one goroutine with two).
 func BenchmarkContainsParallel(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f, keys := getBuilt(b, c)

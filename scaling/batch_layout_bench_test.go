@@ -11,6 +11,7 @@ import (
 // Blocked512, and for a Blocked1024 filter of 10k keys (200 KB: it stays in
 // the cache), whose ns/op is the lookup's work without its misses.
 func BenchmarkContainsBatchLayout(b *testing.B) {
+	requireFiles(b)
 	for _, c := range []benchCase{
 		{inFile, 1_000_000, "blocked512/1M", counting4.Blocked512},
 		{inFile, 10_000_000, "blocked512/10M", counting4.Blocked512},

@@ -81,6 +81,7 @@ func TestContainsBatchPipeline(t *testing.T) {
 // from the original's file (its hash and layout) and whose later ones use
 // the native hash.
 func TestContainsBatchConverted(t *testing.T) {
+	requireFiles(t)
 	old := origFile(t, "scaling_1000_0.05.bin")
 	f, _, err := ImportDablooms(filepath.Join(t.TempDir(), "new.dbl"), old, 1000, 0.05, nil)
 	if err != nil {

@@ -97,6 +97,7 @@ func benchOptions(c benchCase) *Options {
 
 // getBuilt returns the cached filter of case c holding keys [0, n).
 func getBuilt(b *testing.B, c benchCase) (*Filter, *benchKeys) {
+	requireFiles(b)
 	keys := getKeys(c.size)
 	builtMu.Lock()
 	e, ok := builtCache[c]
@@ -139,6 +140,7 @@ func getBuilt(b *testing.B, c benchCase) (*Filter, *benchKeys) {
 // BenchmarkAdd adds keys with increasing ids to a fresh filter of capacity
 // n; past n adds the chain grows (as it would in use).
 func BenchmarkAdd(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			keys := getKeys(c.size)
@@ -195,6 +197,7 @@ func BenchmarkRMWFloor(b *testing.B) {
 
 // BenchmarkContainsPresent asks for added keys in shuffled order.
 func BenchmarkContainsPresent(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f, keys := getBuilt(b, c)
@@ -213,6 +216,7 @@ func BenchmarkContainsPresent(b *testing.B) {
 
 // BenchmarkContainsAbsent asks for keys never added, in shuffled order.
 func BenchmarkContainsAbsent(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f, keys := getBuilt(b, c)
@@ -234,6 +238,7 @@ func BenchmarkContainsAbsent(b *testing.B) {
 // been removed they are all added back with the timer stopped, and so are
 // the removed ones at the end, so the cached filter stays whole.
 func BenchmarkRemove(b *testing.B) {
+	requireFiles(b)
 	for _, c := range benchCases {
 		b.Run(c.name, func(b *testing.B) {
 			f, keys := getBuilt(b, c)
@@ -271,6 +276,7 @@ func BenchmarkRemove(b *testing.B) {
 // with the timer stopped: k keys removed, and at the next iteration added
 // back).
 func BenchmarkFlush(b *testing.B) {
+	requireFiles(b)
 	c := benchCases[0]
 	for _, k := range []int{1, 100, 10_000} {
 		b.Run(fmt.Sprintf("%s/changes=%d", c.name, k), func(b *testing.B) {
@@ -322,6 +328,7 @@ func BenchmarkFlush(b *testing.B) {
 // the kernel's read-around brings in when anything touches the header page
 // (8 MB with read_ahead_kb = 8192), far from the 1 GB a scan would.
 func BenchmarkOpen(b *testing.B) {
+	requireFiles(b)
 	const capacity = 134_000_000 // ≈ 8.02 bytes per key at the first filter's 0.2 %
 	path := filepath.Join(b.TempDir(), "big.dbl")
 	start := time.Now()

@@ -64,6 +64,7 @@ func TestCloseDuringLookups(t *testing.T) {
 // they run, check that lookups then report false. It returns the address
 // of the last round's counters.
 func closeRace(t *testing.T, rounds int) uintptr {
+	requireFiles(t)
 	const n = 20000
 	keys := make([][]byte, n)
 	for i := range keys {

@@ -182,6 +182,7 @@ func runChurn(t *testing.T, o *Options) {
 // goroutines doing nothing but checks on a filled filter see no false
 // negative (the original saw 61,529 and 376,114 in 2M checks).
 func TestConcurrentReadersOnly(t *testing.T) {
+	requireFiles(t)
 	const keys = 20_000
 	f, _ := newStore(t, inMemory, &Options{Capacity: 5000, ErrorRate: 0.01, Seed: 0xc1})
 	for i := range keys {

@@ -26,6 +26,7 @@ import (
 // *OptionError naming the field, from Create (which leaves no file behind)
 // and from NewMemory alike.
 func TestDefectInvalidOptions(t *testing.T) {
+	requireFiles(t)
 	nan, inf := math.NaN(), math.Inf(1)
 	cases := []struct {
 		name  string
@@ -87,6 +88,7 @@ func TestDefectInvalidOptions(t *testing.T) {
 
 // Open names the negative option it refuses, as Create does.
 func TestDefectInvalidOpenOptions(t *testing.T) {
+	requireFiles(t)
 	for _, c := range []struct {
 		o     OpenOptions
 		field string
@@ -110,6 +112,7 @@ func TestDefectInvalidOpenOptions(t *testing.T) {
 // Capacity, and promptly; so must a growth that a hostile file's parameters
 // make impossible.
 func TestDefectCapacityTooLargeForFile(t *testing.T) {
+	requireFiles(t)
 	for _, capacity := range []uint64{1 << 40, 1 << 38} {
 		start := time.Now()
 		_, err := NewMemory(&Options{Capacity: capacity})
@@ -149,6 +152,7 @@ func TestDefectCapacityTooLargeForFile(t *testing.T) {
 // Stats of a file whose item count word is huge (the hot words are input
 // too; Open only refuses negative counts) must return promptly.
 func TestDefectHostileItemCount(t *testing.T) {
+	requireFiles(t)
 	_, good := smallFile(t)
 	b := append([]byte(nil), good...)
 	binary.LittleEndian.PutUint64(b[header.FilterLineOffset(0)+header.FilterItemsOffset:], 1<<62)
@@ -178,6 +182,7 @@ func TestDefectHostileItemCount(t *testing.T) {
 // Zero means "the default" for Capacity and ErrorRate: the original died
 // (SIGFPE, SIGSEGV) on them.
 func TestDefectZeroMeansDefault(t *testing.T) {
+	requireFiles(t)
 	f, _ := newStore(t, inMemory, &Options{Capacity: 0, ErrorRate: 0})
 	p := f.Params()
 	if p.Capacity != DefaultCapacity || p.ErrorRate != DefaultErrorRate || p.GrowthFactor != DefaultGrowthFactor || p.TighteningRatio != DefaultTighteningRatio {
@@ -196,6 +201,7 @@ func TestDefectZeroMeansDefault(t *testing.T) {
 // with ErrNotDablooms or ErrCorrupt (as a *CorruptionError) and left
 // byte-identical, read-write and read-only.
 func TestDefectOpenBadFiles(t *testing.T) {
+	requireFiles(t)
 	_, good := smallFile(t)
 	dir := t.TempDir()
 	type input struct {
@@ -315,6 +321,7 @@ func countAbsent(f *Filter, keys []string) (n int) {
 // key are all non-zero: the only possible loss is when the removed key is
 // itself a false positive of that filter.
 func TestDefectRemoveWithOtherFiltersID(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 1})
@@ -363,6 +370,7 @@ func TestDefectRemoveWithOtherFiltersID(t *testing.T) {
 // false negatives". Here a Remove of a key that is not there changes nothing
 // (ErrNotPresent); only the false positives among them can do harm.
 func TestDefectRemoveNeverAdded(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 2})
@@ -411,6 +419,7 @@ func TestDefectRemoveNeverAdded(t *testing.T) {
 // Original: add a key 16 times, remove it 15 times → reported absent (the
 // saturated counter was decremented). Here a saturated counter stays at 15.
 func TestDefectSaturatedCounter(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 3})
@@ -445,6 +454,7 @@ func TestDefectSaturatedCounter(t *testing.T) {
 // Original: 10,000 adds with the same id into capacity 1000 never scaled
 // (FPR 0.996 instead of 0.05). Here growth follows the item count.
 func TestDefectSameIDScales(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, _ := newStore(t, mode, &Options{Capacity: 1000, ErrorRate: 0.05, Seed: 4})
@@ -495,6 +505,7 @@ func TestDefectSameIDScales(t *testing.T) {
 // fails with the allocation's error and nothing changes; once space is back
 // the chain grows.
 func TestDefectFullDisk(t *testing.T) {
+	requireFiles(t)
 	fp := &mmapfile.Failpoints{}
 	f, path := newStore(t, inFile, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, Failpoints: fp})
 	for i := range 100 {

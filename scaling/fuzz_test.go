@@ -19,6 +19,7 @@ const fuzzReserve = 64 << 20
 // openBytes writes b to a fresh file and opens it. Open must not panic,
 // and an error must be one openErrorOK accepts.
 func openBytes(t *testing.T, b []byte, ro bool) *Filter {
+	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "fuzz.dbl")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
@@ -268,6 +269,7 @@ func FuzzOpenMeta(f *testing.F) {
 // answers like the original, and a sealed copy with a changed parameter is
 // refused for that parameter (not for its checksum).
 func TestFuzzMetaSealIsValid(t *testing.T) {
+	requireFiles(t)
 	_, good := smallFile(t)
 	for _, which := range []uint8{0, 1, 4, 5, 6, 7} {
 		g := openBytes(t, mutateMeta(good, which, 0, nil), false)

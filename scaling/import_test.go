@@ -103,6 +103,7 @@ func (r *origReader) contains(key []byte) bool {
 }
 
 func TestImportDablooms(t *testing.T) {
+	requireFiles(t)
 	cases := []struct {
 		file      string
 		capacity  uint64
@@ -206,6 +207,7 @@ func TestImportDablooms(t *testing.T) {
 }
 
 func TestImportDabloomsRefuses(t *testing.T) {
+	requireFiles(t)
 	src := origFile(t, "scaling_1000_0.05.bin")
 	b, _ := os.ReadFile(src)
 	dir := t.TempDir()

@@ -23,6 +23,7 @@ func slack(capacity uint64) uint64 { return header.Slack(capacity) }
 func lifeKey(i int) []byte { return []byte(fmt.Sprintf("lc-%06d", i)) }
 
 func createFile(t *testing.T, o *Options) (*Filter, string) {
+	requireFiles(t)
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "lc.dbl")
 	f, err := Create(path, o)
@@ -34,6 +35,7 @@ func createFile(t *testing.T, o *Options) (*Filter, string) {
 }
 
 func openFile(t *testing.T, path string, o *OpenOptions) *Filter {
+	requireFiles(t)
 	t.Helper()
 	f, err := Open(path, o)
 	if err != nil {
@@ -58,6 +60,7 @@ func addRange(t *testing.T, f *Filter, from, to int) {
 // answers from the new directory; the old code turned the decode error
 // into "absent".
 func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
+	requireFiles(t)
 	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
 	addRange(t, w, 0, 1)
 	r := openFile(t, path, &OpenOptions{ReadOnly: true})
@@ -106,6 +109,7 @@ func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
 // damaged, nobody writing) makes Contains answer "maybe" (true), never
 // "absent", and Stats says why.
 func TestContainsOnUnreadableDirectory(t *testing.T) {
+	requireFiles(t)
 	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1})
 	r := openFile(t, path, &OpenOptions{ReadOnly: true})
 	addRange(t, w, 0, 15) // a growth r has not seen
@@ -150,6 +154,7 @@ func (g *fsyncGate) fsync() error {
 // filter: an Add that returned is found by a handle that is up to date with
 // the published count. The old code's refresh loaded every listed filter.
 func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
+	requireFiles(t)
 	gate := newGate(2) // the growth's second fsync: after metadata copy 1
 	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}})
 	addRange(t, w, 0, 5)
@@ -203,6 +208,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 // its dirty mark (slow fsync) never overfill a filter: the old code's
 // "full?" check and item increment were separate steps.
 func TestManyGoroutinesNeverOverfill(t *testing.T) {
+	requireFiles(t)
 	slow := func() error { time.Sleep(200 * time.Microsecond); return nil }
 	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: slow}})
 	var id atomic.Uint64
@@ -241,6 +247,7 @@ func TestManyGoroutinesNeverOverfill(t *testing.T) {
 // Item 4: removes of a saturated key beyond its adds never drive the item
 // count below zero, so the file still opens.
 func TestSaturatedRemovesKeepCountAtZero(t *testing.T) {
+	requireFiles(t)
 	f, path := createFile(t, &Options{Seed: 1})
 	key := []byte("hot")
 	for range 16 {
@@ -269,6 +276,7 @@ func TestSaturatedRemovesKeepCountAtZero(t *testing.T) {
 // Item 5: a handle whose address reservation another handle outgrows keeps
 // answering, for old and new filters, and can still add.
 func TestHandleOutgrownReservation(t *testing.T) {
+	requireFiles(t)
 	w, path := createFile(t, &Options{Capacity: 100, GrowthFactor: 2, Seed: 1})
 	addRange(t, w, 0, 10)
 	fi, _ := os.Stat(path)
@@ -295,6 +303,7 @@ func TestHandleOutgrownReservation(t *testing.T) {
 // included, has the file open; the open handles keep working on an intact
 // file. After they close, the overwrite works.
 func TestOverwriteRefusedWhileOpen(t *testing.T) {
+	requireFiles(t)
 	w, path := createFile(t, &Options{Seed: 1})
 	addRange(t, w, 0, 100)
 	w.Flush()
@@ -352,6 +361,7 @@ func TestChainEndIsErrFull(t *testing.T) {
 // not call the file interrupted (the stress test saw "1 operation(s) of
 // dead writers were cut short" with no process dead, about once in 30).
 func TestWriterClosingIsNotDead(t *testing.T) {
+	requireFiles(t)
 	w, path := createFile(t, &Options{Seed: 1})
 	addRange(t, w, 0, 10)
 	r := openFile(t, path, &OpenOptions{ReadOnly: true})

@@ -126,6 +126,7 @@ func TestAddBatchStopsAtTheFailingKey(t *testing.T) {
 }
 
 func TestModifyBatchRefusals(t *testing.T) {
+	requireFiles(t)
 	keys, ids := batchKeys("r", 4)
 	path := filepath.Join(t.TempDir(), "r.dbl")
 	w, err := Create(path, &Options{Seed: 1})
@@ -180,6 +181,7 @@ func TestModifyBatchAllocs(t *testing.T) {
 // Remove in a loop on a file-backed store pre-sized for the keys (one
 // filter), per key: go test ./scaling -run '^$' -bench ModifyBatch.
 func BenchmarkModifyBatch(b *testing.B) {
+	requireFiles(b)
 	for _, n := range []int{1_000_000, 10_000_000} {
 		if testing.Short() && n > 1_000_000 {
 			continue

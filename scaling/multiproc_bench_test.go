@@ -88,6 +88,7 @@ func childBench() error {
 // the same kind of loop on the file. It reports the child's throughput as
 // child-ns/op.
 func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f *Filter, n int)) {
+	requireFiles(b)
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.dbl")
 	capacity := uint64(procBenchPrefill)
@@ -184,6 +185,7 @@ func BenchmarkMPContains(b *testing.B) {
 // zeroed outside the timer every overheadRound adds, so no counter
 // saturates and the chain never grows.
 func BenchmarkMPAddOverhead(b *testing.B) {
+	requireFiles(b)
 	const capacity = 1 << 15
 	newFile := func(b *testing.B) (*Filter, *member) {
 		f, err := Create(filepath.Join(b.TempDir(), "o.dbl"), &Options{Capacity: capacity, ErrorRate: 0.01})

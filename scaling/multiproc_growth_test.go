@@ -151,6 +151,7 @@ func TestMPGrowthUnderLoad(t *testing.T) {
 }
 
 func runGrowth(t *testing.T, layout counting4.Layout, errorRate float64) {
+	requireFiles(t)
 	const nprocs, keys = 4, 20_000 // 80,000 adds: filters 2k+4k+8k+16k+32k < 80k
 	dir := t.TempDir()
 	path := filepath.Join(dir, "grow.dbl")

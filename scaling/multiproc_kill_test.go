@@ -136,6 +136,7 @@ type killStats struct {
 }
 
 func killRun(t *testing.T, trials int) *killStats {
+	requireFiles(t)
 	dir := t.TempDir()
 	st := &killStats{conditions: map[Condition]int{}}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))

@@ -97,6 +97,7 @@ type noLostResult struct {
 }
 
 func runNoLost(t *testing.T, racy bool) noLostResult {
+	requireFiles(t)
 	const nprocs = 4
 	ops := 250_000
 	if testing.Short() || racy {

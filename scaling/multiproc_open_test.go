@@ -34,6 +34,7 @@ func childOpen() error {
 // onMark — exactly where the old order had the window — while a child
 // process opens; it is released after 50 ms.
 func TestMPOpenDuringFirstMark(t *testing.T) {
+	requireFiles(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "mark.dbl")
 	f, err := Create(path, &Options{Capacity: 1_000})

@@ -141,6 +141,7 @@ func childReader() error {
 // processes add (and churn scratch keys) and the chain grows never misses a
 // key whose Add returned before the lookup began.
 func TestMPReaders(t *testing.T) {
+	requireFiles(t)
 	keys := 25_000
 	if testing.Short() {
 		keys = 6_000

@@ -77,6 +77,7 @@ func childStart(shmEnv string) (*childproc.Shm, *Filter, error) {
 // children, and maps (creating it) the file of shared words at shm, which
 // the test's cleanup unmaps.
 func createForChildren(t *testing.T, path string, o *Options, shm string) *childproc.Shm {
+	requireFiles(t)
 	t.Helper()
 	f, err := Create(path, o)
 	if err != nil {

@@ -36,6 +36,7 @@ type persistChildReport struct {
 // increasing ids (the chain grows), removes every 7th, flushes, writes its
 // answers to path+".json" and exits without closing the filter.
 func TestPersistChild(t *testing.T) {
+	requireFiles(t)
 	path := os.Getenv(persistChildEnv)
 	if path == "" {
 		t.Skip("helper process of TestPersistAcrossProcesses")
@@ -94,6 +95,7 @@ func boolInt(b bool) int {
 // answers every query exactly as the writer saw it, read-write and
 // read-only, with its seed, seqnums and condition.
 func TestPersistAcrossProcesses(t *testing.T) {
+	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "child.dbl")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPersistChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), persistChildEnv+"="+path)
@@ -179,6 +181,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 // handle: mem counts completed modifications, disk equals mem right after a
 // Flush and is 0 after the next change, the condition follows.
 func TestPersistSeqnums(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inFile, inMemory} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, path := newStore(t, mode, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
@@ -264,6 +267,7 @@ func TestPersistSeqnums(t *testing.T) {
 // answers Contains (also for keys and filters a writer adds meanwhile) and
 // never writes to the file.
 func TestPersistReadOnly(t *testing.T) {
+	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "ro.dbl")
 	w, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 10})
 	if err != nil {
@@ -328,6 +332,7 @@ func TestPersistReadOnly(t *testing.T) {
 // TestPersistClosed: every operation on a closed Filter fails with ErrClosed
 // (Contains reports false), and Close is idempotent.
 func TestPersistClosed(t *testing.T) {
+	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "closed.dbl")
 	fw, err := Create(path, &Options{Capacity: 100, Seed: 11})
 	if err != nil {
@@ -384,6 +389,7 @@ func TestPersistClosed(t *testing.T) {
 // TestPersistEmptyKey: the empty key is a key like any other (the original's
 // Go binding panicked on it), in every spelling and across a reopen.
 func TestPersistEmptyKey(t *testing.T) {
+	requireFiles(t)
 	for _, mode := range []storeMode{inFile, inMemory} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, path := newStore(t, mode, &Options{Capacity: 100, Seed: 12})
@@ -439,6 +445,7 @@ func TestPersistEmptyKey(t *testing.T) {
 // and leaves it alone, unless Overwrite; Open of a missing path is a plain
 // not-exist error.
 func TestPersistCreateExisting(t *testing.T) {
+	requireFiles(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "exists.dbl")
 	f, err := Create(path, &Options{Capacity: 100, Seed: 13})

@@ -53,6 +53,7 @@ func newStore(t testing.TB, mode storeMode, o *Options) (f *Filter, path string)
 	t.Helper()
 	var err error
 	if mode == inFile {
+		requireFiles(t)
 		path = filepath.Join(t.TempDir(), "store.dbl")
 		f, err = Create(path, o)
 	} else {
@@ -110,6 +111,7 @@ func nonZeroWords(f *Filter) (n int) {
 // and returns its bytes. It is the seed of the fuzz targets and of the
 // corrupt-file tests.
 func smallFile(t testing.TB) (path string, b []byte) {
+	requireFiles(t)
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "small.dbl")
 	f, err := Create(path, &Options{Capacity: 200, ErrorRate: 0.05, Seed: 0x5eed})

@@ -655,6 +655,7 @@ func TestStress(t *testing.T) {
 }
 
 func stressRound(t *testing.T, cfg stressCfg) {
+	requireFiles(t)
 	if cfg.Procs > maxStressProcs || cfg.Procs*cfg.Gor > maxStressWriters {
 		t.Fatalf("too many processes or goroutines: %v", cfg)
 	}
