@@ -103,7 +103,9 @@ var (
 	// writer slot or the growth lock), or, for a repair in place, any handle
 	// has it open (read-only ones included: they hold the open lock), and
 	// RepairOptions.Wait ran out.
-	ErrBusy = errors.New("recover: the file is in use by another process")
+	// It is mmapfile.ErrBusy (scaling.ErrBusy too): one sentinel for "in
+	// use" whichever package refuses.
+	ErrBusy = mmapfile.ErrBusy
 	// ErrNoSource: Rebuild was called without a Source.
 	ErrNoSource = errors.New("recover: Rebuild needs a Source")
 	// ErrUnrepairable: the file has no valid metadata copy; nothing can be
