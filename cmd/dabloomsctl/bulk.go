@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dablooms/dablooms/scaling"
@@ -149,7 +150,8 @@ func (b *bulk) applyBatch() error {
 		q.keys = append(q.keys, q.buf[start:end:end])
 		start = end
 	}
-	q.results = append(q.results[:0], make([]error, len(q.keys))...)
+	q.results = slices.Grow(q.results[:0], len(q.keys))[:len(q.keys)]
+	clear(q.results)
 	var batchErr error
 	if b.op == "add" {
 		batchErr = b.f.AddBatch(q.keys, q.ids)
