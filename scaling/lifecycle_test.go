@@ -92,7 +92,6 @@ func TestContainsWhileDirectoryIsRewritten(t *testing.T) {
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		raw.WriteAt(saved, 0)
-		mmapfile.LockFile(raw, header.GrowthLockOffset, false, 0) // downgrade: no longer a writer
 		raw.Close()
 	}()
 	for _, i := range []int{0, 5, 24} {
