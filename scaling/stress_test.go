@@ -238,6 +238,18 @@ func (s *stressRun) newWorker(g int) *stressWorker {
 
 // id returns the next id: increasing per writer and interleaved between
 // writers; one in 20 goes backwards (ranges then overlap).
+// toggleOwn closes the private handle the worker holds, or opens one
+// (read-only three times in five) for at most maxOps operations.
+func (wk *stressWorker) toggleOwn(maxOps int) {
+	if wk.own != nil {
+		wk.closeOwn()
+		return
+	}
+	wk.ownRO = wk.rng.IntN(5) < 3
+	wk.own = wk.open(wk.ownRO)
+	wk.ownOps = 1 + wk.rng.IntN(maxOps)
+}
+
 func (wk *stressWorker) id() uint64 {
 	wk.seq++
 	id := wk.seq*uint64(wk.s.writers()) + uint64(wk.w)
@@ -437,13 +449,7 @@ func (wk *stressWorker) step() {
 		// overlap the growths, which the writers' fsyncs make slow.
 		switch {
 		case r < 60 && wk.s.path != "":
-			if wk.own != nil {
-				wk.closeOwn()
-				return
-			}
-			wk.ownRO = wk.rng.IntN(5) < 3
-			wk.own = wk.open(wk.ownRO)
-			wk.ownOps = 1 + wk.rng.IntN(2000)
+			wk.toggleOwn(2000)
 		case r < 80:
 			wk.checkBatch(wk.readHandle())
 		default:
@@ -463,14 +469,7 @@ func (wk *stressWorker) step() {
 	case r < 880:
 		wk.checkBatch(wk.readHandle())
 	case r < 930 && wk.s.path != "":
-		// Open a private handle for a while (or close the one held).
-		if wk.own != nil {
-			wk.closeOwn()
-			return
-		}
-		wk.ownRO = wk.rng.IntN(5) < 3
-		wk.own = wk.open(wk.ownRO)
-		wk.ownOps = 1 + wk.rng.IntN(200)
+		wk.toggleOwn(200)
 	case r < 980 && wk.s.path != "":
 		// A read-only handle for a few lookups.
 		if h := wk.open(true); h != nil {
