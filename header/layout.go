@@ -58,9 +58,12 @@ const (
 	// count is not yet incremented (a hint that only makes the filter look
 	// fuller: a writer killed mid-Add leaves it too high; Repair zeroes it).
 	FilterPendingOffset = 32 // uint64
+	// FilterIndexOffset holds the state of the filter's late-add index
+	// (IndexNone or IndexAllocated; see LateIndex).
+	FilterIndexOffset = 40 // uint64
 	// FilterReservedOffset is the first reserved byte of a filter line: the
 	// rest of the line is zero.
-	FilterReservedOffset = 40
+	FilterReservedOffset = 48
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize
@@ -80,7 +83,11 @@ const (
 	RecDoubtOffset   = 24 // uint64: bit j set: position j's CAS may or may not have happened
 	RecWordOffset    = 32 // uint64: evidence: counter word (index within the filter) + 1 of the last CAS tried, 0 none
 	RecNewOffset     = 40 // uint64: evidence: the value that CAS stores in the word
-	// Words +48 and +56 of a record line are reserved (zero).
+	// RecIndexSlotOffset and RecIndexFPOffset name the late-add index entry
+	// an operation inserts (an Add) or clears (a Remove): its slot + 1 (0:
+	// none) and the fingerprint it holds.
+	RecIndexSlotOffset = 48 // uint64
+	RecIndexFPOffset   = 56 // uint64
 
 	// MaxFilters is the number of directory entries in a metadata copy.
 	MaxFilters = 64
@@ -176,15 +183,16 @@ const (
 	offChecksum   = MetaSize - 4 // uint32 CRC-32C of bytes [0, offChecksum)
 
 	// Directory entry field offsets.
-	entFirstID   = 0  // uint64
-	entCapacity  = 8  // uint64
-	entCounters  = 16 // uint64
-	entOffset    = 24 // uint64
-	entLength    = 32 // uint64
-	entErrorRate = 40 // float64
-	entK         = 48 // uint16
-	entHashID    = 50 // uint8
-	entLayoutID  = 51 // uint8
+	entFirstID    = 0  // uint64
+	entCapacity   = 8  // uint64
+	entCounters   = 16 // uint64
+	entOffset     = 24 // uint64
+	entLength     = 32 // uint64
+	entErrorRate  = 40 // float64
+	entK          = 48 // uint16
+	entHashID     = 50 // uint8
+	entLayoutID   = 51 // uint8
+	entIndexPages = 52 // uint32: pages of the late-add index (version 1.1)
 )
 
 // Magic identifies a dablooms file.
@@ -194,12 +202,17 @@ var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
 // version is refused; a newer minor version is read.
 const (
 	VersionMajor = 1
-	VersionMinor = 0
+	VersionMinor = 1
 )
+
+// FlagLateIndex is set in a file some of whose filters have a late-add
+// index (version 1.1): a library that does not know the index would route
+// Removes without it, so it must refuse the file.
+const FlagLateIndex uint64 = 1
 
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = 0
+const KnownFlags uint64 = FlagLateIndex
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

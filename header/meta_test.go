@@ -361,7 +361,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 0", mutate: func(b []byte) { put64(b, offFlags, 1) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 1", mutate: func(b []byte) { put64(b, offFlags, 2) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		{name: "meta size", mutate: func(b []byte) { put32(b, offMetaSize, 2*MetaSize) }, sentinel: ErrCorrupt, off: offMetaSize, filter: -1, field: "meta size"},
 		{name: "max filters", mutate: func(b []byte) { put32(b, offMaxFilters, 2*MaxFilters) }, sentinel: ErrCorrupt, off: offMaxFilters, filter: -1, field: "max filters"},

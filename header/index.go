@@ -1,0 +1,60 @@
+package header
+
+import "math/bits"
+
+// The late-add index (version 1.1) records the Adds that had to leave the
+// filter their id belongs to. A filter's id range never widens over an id
+// that an older filter's range covers (that would make a Remove ambiguous),
+// so an Add whose id lies at or below the newest sealed range and that finds
+// no room in the slack of the filter owning the id (a writer lagging behind
+// the others, ids that go backwards) goes to the newest filter and leaves a
+// fingerprint of (key hash, id) in that filter's index. A Remove looks the
+// pair up there first.
+//
+// The index is an open-addressing table of IndexEntries 32-bit entries
+// after the filter's counters (FilterDesc.Index bytes). An entry is
+// IndexEmpty, IndexCleared (a removed fingerprint: lookups go on past it,
+// inserts may reuse it) or a fingerprint ≥ 2. The blocks of the index are
+// allocated only when the filter's first late Add needs them (the line word
+// at FilterIndexOffset then reads IndexAllocated): a store whose ids never
+// go backwards pays no disk for it.
+const (
+	IndexEmpty     = 0 // an entry never used
+	IndexCleared   = 1 // an entry whose fingerprint was removed
+	IndexEntrySize = 4 // bytes per entry
+
+	IndexNone      = 0 // FilterIndexOffset: no index blocks allocated; every entry reads empty
+	IndexAllocated = 1 // FilterIndexOffset: the index's blocks are allocated
+)
+
+// IndexBytes returns the size of the late-add index of a filter of the
+// given capacity: two entries per item the filter can hold (so a probe
+// sequence stays short), in whole pages.
+func IndexBytes(capacity uint64) int64 {
+	n := 2 * ItemLimit(capacity) * IndexEntrySize
+	return int64((n + PageSize - 1) / PageSize * PageSize)
+}
+
+// IndexProbe returns the fingerprint of an Add of a key whose filter hash
+// is h (the record's hash: salted for the filter) with id, and the slot of
+// an index of n entries where its probe sequence starts (then slot+1, …,
+// wrapping at n).
+func IndexProbe(h, id, n uint64) (fp uint32, slot uint64) {
+	x := indexMix(h ^ indexMix(id+0x9E3779B97F4A7C15))
+	slot, _ = bits.Mul64(x, n)
+	fp = uint32(indexMix(x) >> 32)
+	if fp <= IndexCleared {
+		fp += 2
+	}
+	return fp, slot
+}
+
+// indexMix is MurmurHash3's 64-bit finalizer.
+func indexMix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
