@@ -444,6 +444,46 @@ func (mf *File) Grow(size int64) error {
 	return nil
 }
 
+// GrowSparse extends the file to size bytes, allocating blocks (as Grow)
+// only up to allocated: the rest is a hole, which reads as zeros and must
+// not be written through the mapping until Allocate has allocated it (a
+// store into a hole on a full disk is a SIGBUS).
+func (mf *File) GrowSparse(size, allocated int64) error {
+	if err := mf.Grow(min(allocated, size)); err != nil {
+		return err
+	}
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if mf.closed {
+		return ErrClosed
+	}
+	if size <= mf.size {
+		return nil
+	}
+	if err := mf.f.Truncate(size); err != nil {
+		return fmt.Errorf("extending %s to %d bytes: %w", mf.path, size, err)
+	}
+	mf.size = size
+	return nil
+}
+
+// Allocate allocates the blocks of [off, off+n), which must lie within the
+// file (a hole GrowSparse left), so that stores into it cannot fault.
+func (mf *File) Allocate(off, n int64) error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	switch {
+	case mf.closed:
+		return ErrClosed
+	case mf.readOnly:
+		return ErrReadOnly
+	}
+	if err := checkRange(off, n, mf.size); err != nil {
+		return err
+	}
+	return mf.allocate(off, n)
+}
+
 func (mf *File) allocate(off, n int64) error {
 	if n == 0 {
 		return nil

@@ -24,6 +24,18 @@ type Region interface {
 	Close() error
 }
 
+// Sparse is a Region that can leave part of a growth unallocated (File
+// implements it). A Region without it allocates everything it grows to.
+type Sparse interface {
+	Region
+	// GrowSparse grows the region to size bytes with blocks allocated
+	// only up to allocated; the rest reads as zeros and must not be
+	// written before Allocate.
+	GrowSparse(size, allocated int64) error
+	// Allocate allocates the blocks of [off, off+n) within the region.
+	Allocate(off, n int64) error
+}
+
 // Detacher is a Region whose backing can be released while slices of it
 // are still being read (File and Heap implement it): after Detach those
 // slices stay readable (a File's read as zeros) until Close.
