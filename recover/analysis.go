@@ -64,6 +64,7 @@ type filterInfo struct {
 	items, mark, minID, maxID uint64 // maxID without the Sealed bit
 	sealed                    bool   // the Sealed bit of the max id word
 	pending                   uint64 // the pending-adds hint (any value is valid)
+	ixState                   uint64 // the late-add index's state word (FilterIndexOffset)
 	lineOK                    bool   // mark, id range and the reserved words are plausible
 	itemsOK                   bool   // 0 ≤ items ≤ capacity + slack
 	lineExtra                 bool   // reserved words of the line are not zero
@@ -88,7 +89,7 @@ type slotInfo struct {
 type recInfo struct {
 	op, hash, changed, doubt uint64
 	word, newVal             uint64 // evidence of the last CAS tried: word index + 1 (0 none), new value
-	extra                    bool   // reserved words are not zero
+	ixSlot, ixFP             uint64 // the late-add index entry the operation changes (+1; 0 none) and its fingerprint
 	valid                    bool   // an in-flight record whose fields make sense
 	bad                      bool   // fields that cannot be right (idle or in flight)
 }
@@ -304,6 +305,7 @@ func (a *analysis) readLines() {
 		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
 		fi.tailOff = -1
 		fi.pending = le.Uint64(line[header.FilterPendingOffset:])
+		fi.ixState = le.Uint64(line[header.FilterIndexOffset:])
 		fi.lineExtra = firstNonZero(line[header.FilterReservedOffset:]) >= 0
 		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
 		fi.lineOK = true
@@ -317,6 +319,8 @@ func (a *analysis) readLines() {
 		case fi.minID > fi.maxID && !(fi.minID == math.MaxUint64 && fi.maxID == 0):
 			fi.lineOK = false
 			a.note(Corrupt, i, -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
+		case !validIndexState(&fi.desc, fi.ixState):
+			a.note(Damaged, i, -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.Index > 0], indexStateFor(&fi.desc))
 		case i == n-1 && fi.sealed:
 			a.note(Damaged, i, -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
@@ -345,7 +349,7 @@ func (a *analysis) readCounters(img image) error {
 	var longest int64
 	for _, d := range a.meta.Filters {
 		if d.Offset+d.Length <= a.size {
-			longest = max(longest, d.Length)
+			longest = max(longest, d.CounterBytes())
 		}
 	}
 	var buf []byte
@@ -362,8 +366,8 @@ func (a *analysis) readCounters(img image) error {
 		if r := d.Counters % 16; r != 0 {
 			lastMask = 1<<(4*r) - 1
 		}
-		for pos := int64(0); pos < d.Length; pos += chunkSize {
-			n := min(chunkSize, d.Length-pos)
+		for pos := int64(0); pos < d.CounterBytes(); pos += chunkSize {
+			n := min(chunkSize, d.CounterBytes()-pos)
 			var chunk []byte
 			if b, ok := img.(bytesImage); ok {
 				chunk = b[d.Offset+pos : d.Offset+pos+n] // bounds checked by Decode
@@ -449,7 +453,8 @@ func (a *analysis) readRecord(s, r int) {
 	ri.doubt = a.word(off + header.RecDoubtOffset)
 	ri.word = a.word(off + header.RecWordOffset)
 	ri.newVal = a.word(off + header.RecNewOffset)
-	ri.extra = firstNonZero(a.head[off+header.RecNewOffset+8:off+header.LineSize]) >= 0
+	ri.ixSlot = a.word(off + header.RecIndexSlotOffset)
+	ri.ixFP = a.word(off + header.RecIndexFPOffset)
 	si.completed += ri.count()
 	if !ri.inFlight() {
 		a.checkIdle(s, r, ri, off)
@@ -477,8 +482,8 @@ func (a *analysis) readRecord(s, r int) {
 // checkIdle notes an idle record (r of slot s, at off) that holds stray
 // bits or the masks of a completed operation.
 func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
-	stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle() || ri.extra
-	masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0
+	stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle()
+	masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0 || ri.ixSlot != 0 || ri.ixFP != 0
 	ri.bad = stray || masks
 	switch {
 	case stray:
@@ -505,8 +510,17 @@ func (a *analysis) recordFault(ri *recInfo) string {
 		return "reserved bits of the op word are set"
 	case f >= n:
 		return fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
-	case ri.extra:
-		return "reserved words are not zero"
+	}
+	if ri.ixSlot != 0 || ri.ixFP != 0 {
+		d := &a.filters[f].desc
+		switch {
+		case d.Index == 0:
+			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, f)
+		case ri.ixSlot > uint64(d.Index/header.IndexEntrySize):
+			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot, f, d.Index/header.IndexEntrySize)
+		case ri.ixFP <= header.IndexCleared || ri.ixFP > math.MaxUint32:
+			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.ixFP)
+		}
 	}
 	k := a.filters[f].desc.K
 	kmask := uint64(math.MaxUint64)

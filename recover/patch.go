@@ -57,12 +57,15 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		return p, nil
 	}
 	epoch := p.resetHot(a)
-	bump := p.endCutShort(a)
+	bump, err := p.endCutShort(a, img)
+	if err != nil {
+		return nil, err
+	}
 	mem := p.freeDeadSlots(a, bump)
 	if err := p.fixLines(a, img); err != nil {
 		return nil, err
 	}
-	rebuilt, left, err := p.rebuildFilters(a, src)
+	rebuilt, left, err := p.rebuildFilters(a, img, src)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +113,7 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 // endCutShort ends the operations dead writers cut short, as each filter's
 // resolution decided: it takes the resolution's counter words and item
 // count, and returns the records whose operation counts as completed.
-func (p *patch) endCutShort(a *analysis) (bump map[recRef]bool) {
+func (p *patch) endCutShort(a *analysis, img image) (bump map[recRef]bool, err error) {
 	bump = map[recRef]bool{}
 	for i := range a.filters {
 		res := a.filters[i].res
@@ -124,6 +127,9 @@ func (p *patch) endCutShort(a *analysis) (bump map[recRef]bool) {
 			if res.choice[j].complete {
 				bump[rr] = true
 			}
+			if err := p.endLate(a, img, i, &a.slots[rr.slot].recs[rr.rec], res.choice[j].complete); err != nil {
+				return nil, err
+			}
 		}
 		items := int64(a.filters[i].items) + res.itemsDelta
 		if res.recount {
@@ -136,7 +142,7 @@ func (p *patch) endCutShort(a *analysis) (bump map[recRef]bool) {
 			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", i, len(res.choice), res.why)
 		}
 	}
-	return bump
+	return bump, nil
 }
 
 // freeDeadSlots frees the slots of dead writers, keeping their completed
@@ -199,7 +205,12 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			if fi.pending != 0 {
 				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", i, fi.pending)
 			}
-			p.zero(line+header.FilterPendingOffset, line+header.LineSize)
+			p.put(line+header.FilterPendingOffset, 0)
+			p.zero(line+header.FilterReservedOffset, line+header.LineSize)
+		}
+		if !validIndexState(&fi.desc, fi.ixState) {
+			p.put(line+header.FilterIndexOffset, indexStateFor(&fi.desc))
+			p.act("filter %d: late-add index state %d set to %d", i, fi.ixState, indexStateFor(&fi.desc))
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
@@ -226,7 +237,7 @@ func (p *patch) fixLines(a *analysis, img image) error {
 
 // rebuildFilters rebuilds, from src, the filters that need the
 // application's data; without src it returns them as left.
-func (p *patch) rebuildFilters(a *analysis, src Source) (rebuilt, left []int, err error) {
+func (p *patch) rebuildFilters(a *analysis, img image, src Source) (rebuilt, left []int, err error) {
 	for i := range a.filters {
 		if !a.needRebuild[i] {
 			continue
@@ -235,7 +246,7 @@ func (p *patch) rebuildFilters(a *analysis, src Source) (rebuilt, left []int, er
 			left = append(left, i)
 			continue
 		}
-		if err := p.rebuild(a, i, src); err != nil {
+		if err := p.rebuild(a, img, i, src); err != nil {
 			return nil, nil, err
 		}
 		rebuilt = append(rebuilt, i)
@@ -306,7 +317,9 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 			}
 			p.put(line+header.FilterMinIDOffset, lo)
 			p.put(line+header.FilterMaxIDOffset, hi)
-			p.zero(line+header.FilterPendingOffset, line+header.LineSize)
+			p.put(line+header.FilterPendingOffset, 0)
+			p.put(line+header.FilterIndexOffset, indexStateFor(&fi.desc))
+			p.zero(line+header.FilterReservedOffset, line+header.LineSize)
 		}
 	}
 }
@@ -345,10 +358,10 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 const rebuildAhead = 16
 
 // rebuild zeroes filter i and re-adds the keys src yields for its id range.
-func (p *patch) rebuild(a *analysis, i int, src Source) error {
+func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	fi := &a.filters[i]
 	d := fi.desc
-	words := make([]uint64, d.Length/8)
+	words := make([]uint64, d.CounterBytes()/8)
 	cf, err := counting4.New(words, counting4.Layout(d.LayoutID), d.Counters, d.K)
 	if err != nil {
 		return fmt.Errorf("filter %d: %w", i, err)
@@ -359,12 +372,38 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 		salt = counting4.Salt(i)
 	}
 	seed := a.meta.Params.Seed
-	var count uint64
+	// Late Adds (docs/FORMAT.md, Late-add index): keys whose fingerprint a
+	// newer filter's index holds are that filter's; the keys this filter's
+	// index holds come from ids at or below the frontier.
+	var later []*lateCopy
+	for j := i + 1; j < len(a.filters); j++ {
+		lc, err := loadLate(a, img, j, true)
+		if err != nil {
+			return err
+		}
+		if lc != nil {
+			later = append(later, lc)
+		}
+	}
+	own, err := loadLate(a, img, i, false)
+	if err != nil {
+		return err
+	}
+	var count, late uint64
 	minID, maxID := uint64(math.MaxUint64), uint64(0)
 	// A key's block is prefetched when the source yields it and its
 	// counters changed rebuildAhead keys later, so that the cache misses of
 	// many keys overlap (as scaling's AddBatch does).
 	var ahead [rebuildAhead]uint64
+	put := func(h uint64) {
+		cf.PrefetchProbe(cf.Prepare(h))
+		slot := &ahead[count%rebuildAhead]
+		if count >= rebuildAhead {
+			cf.Add(*slot, nil)
+		}
+		*slot = h
+		count++
+	}
 	add := func(key []byte, id uint64) error {
 		if id < lo || id > hi {
 			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
@@ -373,15 +412,15 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 		if d.HashID == header.HashMurmur3Orig {
 			h = header.HashKeyOriginal(key)
 		} else {
-			h = header.HashKey(seed, key) + salt
+			h = header.HashKey(seed, key)
+			for _, lc := range later {
+				if lc.take(h, id) {
+					return nil // a late Add of the newer filter lc
+				}
+			}
+			h += salt
 		}
-		cf.PrefetchProbe(cf.Prepare(h))
-		slot := &ahead[count%rebuildAhead]
-		if count >= rebuildAhead {
-			cf.Add(*slot, nil)
-		}
-		*slot = h
-		count++
+		put(h)
 		minID, maxID = min(minID, id), max(maxID, id)
 		return nil
 	}
@@ -390,13 +429,28 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 			return fmt.Errorf("rebuilding filter %d from ids [%d, %d]: %w", i, lo, hi, err)
 		}
 	}
+	if fr, ok := a.frontier(i); own != nil && ok {
+		if ask && lo > 0 {
+			fr = min(fr, lo-1)
+		}
+		addLate := func(key []byte, id uint64) error {
+			if h := header.HashKey(seed, key); own.take(h, id) {
+				put(h + salt)
+				late++
+			}
+			return nil
+		}
+		if err := src(0, fr, addLate); err != nil {
+			return fmt.Errorf("rebuilding filter %d's late Adds from ids [0, %d]: %w", i, fr, err)
+		}
+	}
 	for n := count - min(count, rebuildAhead); n < count; n++ {
 		cf.Add(ahead[n%rebuildAhead], nil)
 	}
 	if count > itemLimit(d.Capacity) {
 		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", count, i, d.Capacity)
 	}
-	b := make([]byte, d.Length)
+	b := make([]byte, d.CounterBytes())
 	for j, w := range words {
 		le.PutUint64(b[j*8:], w)
 	}
@@ -409,9 +463,15 @@ func (p *patch) rebuild(a *analysis, i int, src Source) error {
 	}
 	p.put(line+header.FilterMinIDOffset, minID)
 	p.put(line+header.FilterMaxIDOffset, maxID)
-	p.zero(line+header.FilterPendingOffset, line+header.LineSize)
+	p.put(line+header.FilterPendingOffset, 0)
+	if !fi.lineOK || !validIndexState(&d, fi.ixState) {
+		p.put(line+header.FilterIndexOffset, indexStateFor(&d))
+	}
+	p.zero(line+header.FilterReservedOffset, line+header.LineSize)
 	p.keys += count
-	if ask {
+	if late > 0 {
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", i, lo, hi, count, late)
+	} else if ask {
 		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", i, lo, hi, count)
 	} else {
 		p.act("filter %d: rebuilt empty (its id range is empty)", i)
@@ -427,9 +487,10 @@ func (p *patch) zeroTail(img image, fi *filterInfo) error {
 	if d.Counters%16 == 0 {
 		start += 8
 	}
-	buf := make([]byte, min(chunkSize, d.Offset+d.Length-start))
-	for pos := start; pos < d.Offset+d.Length; pos += chunkSize {
-		n := min(chunkSize, d.Offset+d.Length-pos)
+	end := d.Offset + d.CounterBytes()
+	buf := make([]byte, min(chunkSize, end-start))
+	for pos := start; pos < end; pos += chunkSize {
+		n := min(chunkSize, end-pos)
 		if err := readFull(img, buf[:n], pos); err != nil {
 			return err
 		}

@@ -7,12 +7,15 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // chain is an immutable snapshot of the filters; a growth publishes a new one.
 type chain struct {
 	f         []*member
 	hasMurmur bool     // some filter uses the original's hash
+	frontier  uint64   // the largest id of the sealed filters' ranges (see route)
+	anySealed bool     // some sealed filter has a non-empty range
 	keep      *mapKeep // keeps the mapping while the chain is in use
 }
 
@@ -26,6 +29,7 @@ type member struct {
 	mark  *uint64
 	minID *uint64
 	maxID *uint64
+	ix    lateIndex // empty for a filter without one
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
@@ -41,7 +45,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			c.f = append(c.f, old.f[i])
 			continue
 		}
-		w, err := f.r.Words(d.Offset, d.Length/8)
+		w, err := f.r.Words(d.Offset, d.CounterBytes()/8)
 		if err != nil {
 			return fmt.Errorf("filter %d: %w", i, err)
 		}
@@ -58,10 +62,24 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
 		}
+		if d.Index > 0 {
+			if mb.ix, err = f.mapIndex(i, &d); err != nil {
+				return err
+			}
+		}
 		c.f = append(c.f, mb)
 	}
-	for _, mb := range c.f {
+	for j, mb := range c.f {
 		c.hasMurmur = c.hasMurmur || mb.desc.HashID == header.HashMurmur3Orig
+		if j < len(c.f)-1 {
+			// Sealed before the chain that follows it was published: the
+			// range no longer changes.
+			lo, hi := atomic.LoadUint64(mb.minID), atomic.LoadUint64(mb.maxID)&header.MaxID
+			if lo <= hi {
+				c.frontier = max(c.frontier, hi)
+				c.anySealed = true
+			}
+		}
 	}
 	f.chain.Store(c)
 	return nil
@@ -151,9 +169,14 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	if err := f.ensureDirty(f.filterWord(i-1, header.FilterMarkOffset)); err != nil {
 		return err
 	}
-	// Reserve the blocks first: a full disk fails here, not with a SIGBUS later.
-	if err := f.r.Grow(d.Offset + d.Length); err != nil {
+	// Reserve the blocks first: a full disk fails here, not with a SIGBUS
+	// later. The late-add index gets its blocks when it is first used
+	// (allocIndex).
+	if err := growFilter(f.r, &d); err != nil {
 		return fmt.Errorf("growing the file for filter %d: %w", i, err)
+	}
+	if d.Index > 0 {
+		m.Flags |= header.FlagLateIndex
 	}
 	f.initFilterLine(i)
 	if err := f.sync(header.FilterLineOffset(i), header.LineSize); err != nil {
@@ -196,6 +219,15 @@ func (f *Filter) publish(m *header.Meta) error {
 		atomic.StoreUint64(f.published, uint64(n))
 	}
 	return nil
+}
+
+// growFilter grows r to the end of filter d, leaving d's late-add index
+// unallocated where r can.
+func growFilter(r mmapfile.Region, d *header.FilterDesc) error {
+	if sp, ok := r.(mmapfile.Sparse); ok && d.Index > 0 {
+		return sp.GrowSparse(d.Offset+d.Length, d.IndexOffset())
+	}
+	return r.Grow(d.Offset + d.Length)
 }
 
 func seal(maxID *uint64) {

@@ -79,6 +79,8 @@ type record struct {
 	doubt   *uint64
 	word    *uint64     // evidence: counter word index + 1 of the CAS in doubt
 	newVal  *uint64     // evidence: the value that CAS stores
+	ixSlot  *uint64     // late-add index entry the operation changes, + 1 (0: none)
+	ixFP    *uint64     // the fingerprint that entry holds
 	busy    atomic.Bool // claimed by a goroutine of this handle
 }
 
@@ -429,6 +431,7 @@ func (f *Filter) initFilterLine(i int) {
 	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), 0)
 	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), ^uint64(0))
 	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), 0)
+	atomic.StoreUint64(f.filterWord(i, header.FilterIndexOffset), header.IndexNone)
 }
 
 // validateHot checks the hot words against the directory: they are hostile

@@ -123,7 +123,7 @@ func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDe
 // marks it as the original's state says.
 func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDesc, state Condition) error {
 	for i, lf := range old.Filters {
-		w, err := f.r.Words(dir[i].Offset, dir[i].Length/8)
+		w, err := f.r.Words(dir[i].Offset, dir[i].CounterBytes()/8)
 		if err != nil {
 			return err
 		}

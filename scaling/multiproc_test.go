@@ -50,6 +50,8 @@ func TestMPChild(t *testing.T) {
 		err = childOpen()
 	case "stress":
 		err = childStress()
+	case "writers":
+		err = childWriters()
 	default:
 		err = fmt.Errorf("unknown child role %q", mode)
 	}

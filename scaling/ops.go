@@ -137,8 +137,9 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	}
 	var m *member
 	var r *record
+	var late bool
 	for {
-		if m = route(c, id); m == nil {
+		if m, late = route(c, id); m == nil {
 			// The newest filter is full: append one (or find that another
 			// handle did) and route again.
 			if err := f.grow(len(c.f), true); err != nil {
@@ -158,6 +159,21 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				m.unadmit()
 				r.finish(false)
 				return err
+			}
+			if late {
+				// A late Add leaves its id range alone and records itself
+				// in the filter's index instead, before the counters change
+				// (so a Remove from any process finds it).
+				if err := f.allocIndex(m); err != nil {
+					m.unadmit()
+					r.finish(false)
+					return err
+				}
+				if m.ix.insert(kh, id, r) {
+					break
+				}
+				// The index is full: widen the range as a 1.0 file does
+				// (a Remove with this id may then be ambiguous).
 			}
 			if widen(m, id) {
 				break
@@ -196,13 +212,14 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 }
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
-	// Find the filters whose id range holds id and whose counters for the
-	// key are all non-zero. If several do, the key may be a false positive
-	// of all but one, and decrementing the wrong one would take counts from
-	// other keys: refuse rather than guess.
+	// A late Add (see route) is in the filter whose index holds it, whatever
+	// the id ranges say. Otherwise find the filters whose id range holds id
+	// and whose counters for the key are all non-zero. If several do, the
+	// key may be a false positive of all but one, and decrementing the
+	// wrong one would take counts from other keys: refuse rather than guess.
 	var pos [counting4.MaxK]uint64
-	var target *member
-	for i := len(c.f) - 1; i >= 0; i-- {
+	target, slot, late := findLate(c, h, id)
+	for i := len(c.f) - 1; i >= 0 && !late; i-- {
 		m := c.f[i]
 		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
 			continue
@@ -225,6 +242,13 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	m.cf.Positions(kh, p)
 	// Record first, then read the state word (see add).
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
+	if late {
+		// The entry is cleared after the counters: Repair clears it for a
+		// Remove it completes.
+		fp, _ := header.IndexProbe(kh, id, uint64(len(m.ix.e)))
+		atomic.StoreUint64(r.ixFP, uint64(fp))
+		atomic.StoreUint64(r.ixSlot, slot+1)
+	}
 	if err := f.ensureDirty(m.mark); err != nil {
 		r.finish(false)
 		return err
@@ -233,9 +257,31 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		r.finish(false)
 		return ErrNotPresent
 	}
+	if late {
+		m.ix.clear(kh, id, slot)
+	}
 	decrementItems(m.items)
 	r.finish(true)
 	return nil
+}
+
+// findLate returns the filter whose late-add index holds (key, id) and
+// whose counters hold the key, newest first, and the index entry.
+func findLate(c *chain, h hashes, id uint64) (*member, uint64, bool) {
+	for i := len(c.f) - 1; i >= 0; i-- {
+		m := c.f[i]
+		if !m.ix.allocated() {
+			continue
+		}
+		kh := m.keyHash(h)
+		if !m.cf.ContainsProbe(m.cf.Prepare(kh)) {
+			continue
+		}
+		if s, ok := m.ix.find(kh, id); ok {
+			return m, s, true
+		}
+	}
+	return nil, 0, false
 }
 
 // writableChain returns the chain for a modification: ErrReadOnly on a
@@ -269,24 +315,68 @@ func decrementItems(items *uint64) {
 	}
 }
 
+// legacyRouting makes route behave as in version 1.0, without late Adds:
+// the negative control of the multi-writer tests sets it.
+var legacyRouting atomic.Bool
+
+func setLegacyRouting(on bool) { legacyRouting.Store(on) }
+
 // route picks the filter an Add with id goes to and admits the Add there
 // (see admit), or returns nil if the newest filter is full and the chain
-// must grow first:
-//   - an id at or above the newest filter's range goes to the newest;
+// must grow first. The newest filter's id range never widens over an id at
+// or below the frontier (the largest id of the sealed filters' ranges), so
+// no two filters claim one id:
+//   - an id inside or above the newest filter's range, or above the
+//     frontier, goes to the newest (widening its range);
 //   - an id inside the sealed range of an older filter goes to that filter
-//     while it has room in its slack (an Add that raced a growth, or an id
-//     that repeats), so id ranges stay disjoint and Remove finds it;
-//   - otherwise (ids going backwards, or repeating more than the slack
-//     holds) to the newest, whose range then overlaps an older one.
-func route(c *chain, id uint64) *member {
+//     while it has room in its slack (an Add that raced a growth, a writer
+//     a little behind the others, an id that repeats);
+//   - any other id (at or below the frontier: a writer far behind the
+//     others, ids going backwards) goes to the newest as a late Add (late
+//     true): it leaves the range alone and is recorded in the filter's
+//     late-add index, where Remove finds it. A filter without an index
+//     (the first, or one a 1.0 library appended) takes it as 1.0 did, by
+//     widening its range over an older one's.
+func route(c *chain, id uint64) (m *member, late bool) {
+	if legacyRouting.Load() {
+		return routeLegacy(c, id), false
+	}
+	n := c.f[len(c.f)-1]
+	if id >= atomic.LoadUint64(n.minID) || !c.anySealed || id > c.frontier {
+		if !n.admit(n.desc.Capacity) {
+			return nil, false
+		}
+		return n, false
+	}
+	if m := routeSlack(c, id); m != nil {
+		return m, false
+	}
+	if !n.admit(n.desc.Capacity) {
+		return nil, false
+	}
+	return n, n.ix.e != nil
+}
+
+// routeSlack returns the older filter whose sealed range holds id, with the
+// Add admitted to its slack, or nil.
+func routeSlack(c *chain, id uint64) *member {
+	for j := len(c.f) - 2; j >= 0; j-- {
+		m := c.f[j]
+		lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
+		if lo <= id && id <= hi && m.admit(header.ItemLimit(m.desc.Capacity)) {
+			return m
+		}
+	}
+	return nil
+}
+
+// routeLegacy is version 1.0's routing: ids below the newest filter's range
+// and outside every older one's slack widen the newest's range.
+func routeLegacy(c *chain, id uint64) *member {
 	n := c.f[len(c.f)-1]
 	if id < atomic.LoadUint64(n.minID) {
-		for j := len(c.f) - 2; j >= 0; j-- {
-			m := c.f[j]
-			lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-			if lo <= id && id <= hi && m.admit(header.ItemLimit(m.desc.Capacity)) {
-				return m
-			}
+		if m := routeSlack(c, id); m != nil {
+			return m
 		}
 	}
 	if !n.admit(n.desc.Capacity) {

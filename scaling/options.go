@@ -169,11 +169,17 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
 	}
 	length := filterLength(counters)
+	var index int64
+	if i > 0 && p.HashID == header.HashXXH64Seeded {
+		// Every filter after the first can take late Adds (see route).
+		index = header.IndexBytes(capy)
+		length += index
+	}
 	if off+length > header.MaxFileSize {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
 	}
 	return header.FilterDesc{
-		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length,
+		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Index: index,
 		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
 	}, nil
 }

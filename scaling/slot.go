@@ -48,6 +48,7 @@ func (f *Filter) claimSlot() error {
 			rc.op, rc.hash = &w[base+header.RecOpOffset/8], &w[base+header.RecHashOffset/8]
 			rc.changed, rc.doubt = &w[base+header.RecChangedOffset/8], &w[base+header.RecDoubtOffset/8]
 			rc.word, rc.newVal = &w[base+header.RecWordOffset/8], &w[base+header.RecNewOffset/8]
+			rc.ixSlot, rc.ixFP = &w[base+header.RecIndexSlotOffset/8], &w[base+header.RecIndexFPOffset/8]
 			// Every record is idle here, but a writer killed inside finish
 			// (after the op word went idle) may have left its masks and
 			// evidence set.
@@ -55,6 +56,8 @@ func (f *Filter) claimSlot() error {
 			atomic.StoreUint64(rc.doubt, 0)
 			atomic.StoreUint64(rc.word, 0)
 			atomic.StoreUint64(rc.newVal, 0)
+			atomic.StoreUint64(rc.ixSlot, 0)
+			atomic.StoreUint64(rc.ixFP, 0)
 			rc.busy.Store(false)
 		}
 		return nil
@@ -126,5 +129,9 @@ func (r *record) finish(completed bool) {
 	counting4.StoreOrdered(r.doubt, 0)
 	counting4.StoreOrdered(r.word, 0)
 	counting4.StoreOrdered(r.newVal, 0)
+	if atomic.LoadUint64(r.ixSlot) != 0 || atomic.LoadUint64(r.ixFP) != 0 {
+		counting4.StoreOrdered(r.ixSlot, 0)
+		counting4.StoreOrdered(r.ixFP, 0)
+	}
 	r.busy.Store(false)
 }

@@ -145,6 +145,7 @@ type FilterStats struct {
 	Hash         string
 	Dirty        bool // changed since the last flush
 	Sealed       bool // a newer filter exists: the id range no longer widens
+	LateIndex    bool // the filter has taken late Adds (its late-add index is allocated; docs/FORMAT.md)
 }
 
 // Stats describes the whole store.
@@ -203,7 +204,8 @@ func (f *Filter) Stats() Stats {
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
 			Layout: lay.String(), Hash: header.HashName(uint32(m.desc.HashID)),
-			Dirty: ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
+			Dirty:     ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
+			LateIndex: m.ix.allocated(),
 		}
 		s.Count += items
 		s.EstimatedFPR += fs.EstimatedFPR

@@ -1,0 +1,255 @@
+package scaling
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// Late Adds (route, lateindex.go): several writers, each with its own
+// increasing ids, at their own pace. Every Remove must succeed and leave
+// nothing behind; today's routing without the index (legacyRouting) refuses
+// some, which is the negative control.
+
+// writerStream is writer w's i-th key and id in a workload.
+type writerStream func(w, i int) (key string, id uint64)
+
+func interleavedIDs(writers int) writerStream {
+	return func(w, i int) (string, uint64) {
+		return fmt.Sprintf("w%d-%d", w, i), uint64(i*writers + w)
+	}
+}
+
+func disjointBlocks(w, i int) (string, uint64) {
+	return fmt.Sprintf("w%d-%d", w, i), uint64(w)*1_000_000_000 + uint64(i)
+}
+
+// lateWorkload runs writers streams of n keys each on f: writer 0 first adds
+// skew keys alone, then all take turns, writer w doing w+1 adds per turn (so
+// the lag grows), until each has added n. Then every key is removed with its
+// id. It returns the failed Removes by error.
+func lateWorkload(t *testing.T, f *Filter, writers, n, skew int, s writerStream) map[string]int {
+	t.Helper()
+	next := make([]int, writers)
+	add := func(w int) {
+		key, id := s(w, next[w])
+		if err := f.AddString(key, id); err != nil {
+			t.Fatalf("Add(%s, %d): %v", key, id, err)
+		}
+		next[w]++
+	}
+	for range skew {
+		add(0)
+	}
+	for done := false; !done; {
+		done = true
+		for w := range writers {
+			for range w + 1 {
+				if next[w] < n {
+					add(w)
+					done = false
+				}
+			}
+		}
+	}
+	for w := range writers {
+		for i := range n {
+			if key, _ := s(w, i); !f.ContainsString(key) {
+				t.Fatalf("false negative: %s", key)
+			}
+		}
+	}
+	failed := map[string]int{}
+	for w := range writers {
+		for i := range n {
+			key, id := s(w, i)
+			if err := f.RemoveString(key, id); err != nil {
+				failed[errName(err)]++
+			}
+		}
+	}
+	return failed
+}
+
+func errName(err error) string {
+	switch {
+	case errors.Is(err, ErrAmbiguous):
+		return "ErrAmbiguous"
+	case errors.Is(err, ErrNotPresent):
+		return "ErrNotPresent"
+	}
+	return err.Error()
+}
+
+func TestLateAddsRemoveExactly(t *testing.T) {
+	const capacity = 500
+	for _, tc := range []struct {
+		name    string
+		writers int
+		n       int // keys per writer
+		skew    int
+		s       writerStream
+	}{
+		{"interleaved, skew of a capacity", 3, 6000, capacity, interleavedIDs(3)},
+		{"disjoint blocks, 8 writers", 8, 4000, 0, disjointBlocks},
+	} {
+		for _, legacy := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/legacy=%v", tc.name, legacy), func(t *testing.T) {
+				setLegacyRouting(legacy)
+				defer setLegacyRouting(false)
+				f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				failed := lateWorkload(t, f, tc.writers, tc.n, tc.skew, tc.s)
+				st := f.Stats()
+				if len(st.Filters) < 6 {
+					t.Fatalf("%d filters: the workload must grow the chain at least 5 times", len(st.Filters))
+				}
+				if legacy {
+					// The negative control: the same workload without the
+					// index refuses some Removes.
+					if failed["ErrAmbiguous"] == 0 {
+						t.Fatalf("legacy routing refused no Remove (%v): the workload does not exercise late Adds", failed)
+					}
+					t.Logf("legacy routing: %v", failed)
+					return
+				}
+				if len(failed) > 0 {
+					t.Fatalf("Removes failed: %v", failed)
+				}
+				for _, fs := range st.Filters {
+					if fs.Count != 0 {
+						t.Errorf("filter %d holds %d items after every key was removed", fs.Index, fs.Count)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestLateAddsConcurrent runs writers as goroutines on one handle in memory
+// (so the race detector sees the index), each adding then removing its own
+// keys while the others add.
+func TestLateAddsConcurrent(t *testing.T) {
+	f, err := NewMemory(&Options{Capacity: 300, ErrorRate: 0.05, GrowthFactor: 1.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const writers, n = 4, 3000
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range n {
+				key, id := disjointBlocks(w, i)
+				if err := f.AddString(key, id); err != nil {
+					errs <- err
+					return
+				}
+			}
+			for i := range n {
+				key, id := disjointBlocks(w, i)
+				if err := f.RemoveString(key, id); err != nil {
+					errs <- fmt.Errorf("Remove(%s, %d): %w", key, id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, fs := range f.Stats().Filters {
+		if fs.Count != 0 {
+			t.Errorf("filter %d holds %d items after every key was removed", fs.Index, fs.Count)
+		}
+	}
+}
+
+// TestVersion10FileOpensAndGrows: a file written as version 1.0 (minor 0,
+// no feature flag, no index) opens; the filters appended to it get a
+// late-add index and the file then carries FlagLateIndex.
+func TestVersion10FileOpensAndGrows(t *testing.T) {
+	requireFiles(t)
+	path := filepath.Join(t.TempDir(), "v10.dbl")
+	f, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range []int{header.MetaAOffset, header.MetaBOffset} {
+		m := b[base : base+header.MetaSize]
+		if binary.LittleEndian.Uint64(m[16:]) != 0 {
+			t.Fatalf("a one-filter file carries feature flags %#x", binary.LittleEndian.Uint64(m[16:]))
+		}
+		binary.LittleEndian.PutUint16(m[10:], 0) // minor version 0
+		binary.LittleEndian.PutUint32(m[header.MetaSize-4:], crc32.Checksum(m[:header.MetaSize-4], crc32.MakeTable(crc32.Castagnoli)))
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err = Open(path, nil)
+	if err != nil {
+		t.Fatalf("a version 1.0 file: %v", err)
+	}
+	defer f.Close()
+	for i := 50; len(f.Stats().Filters) < 3; i++ {
+		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ids inside filter 0's range: its slack first, then late Adds.
+	for i := range 40 {
+		if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.Stats().Filters[2].LateIndex {
+		t.Fatal("no late Add went to the newest filter's index")
+	}
+	for i := range 40 {
+		if err := f.RemoveString(fmt.Sprint("late", i), 10); err != nil {
+			t.Fatalf("Remove of late%d: %v", i, err)
+		}
+	}
+	b = mustRead(t, path)
+	p, err := header.Pick(b, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Minor != header.VersionMinor || p.Flags != header.FlagLateIndex || p.Filters[1].Index == 0 {
+		t.Fatalf("after growth: version 1.%d, flags %#x, filter 1 index %d bytes", p.Minor, p.Flags, p.Filters[1].Index)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,124 @@
+package scaling
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// lateIndex is a filter's late-add index (header/index.go): the Adds whose
+// id lies in an older filter's range but that had to go to this filter,
+// as fingerprints of (key hash, id) in an open-addressing table of 32-bit
+// entries. Entries only ever go from empty to a fingerprint, and from a
+// fingerprint to cleared and back: never back to empty, so a lookup that
+// meets an empty entry has seen every entry its fingerprint could be in.
+type lateIndex struct {
+	state *uint64  // the filter line's FilterIndexOffset word
+	e     []uint32 // nil for a filter without an index
+	off   int64    // file offset of the table
+}
+
+// mapIndex maps filter i's index. Its blocks may be a hole in the file:
+// nothing touches e before state reads IndexAllocated.
+func (f *Filter) mapIndex(i int, d *header.FilterDesc) (lateIndex, error) {
+	w, err := f.r.Words(d.IndexOffset(), d.Index/8)
+	if err != nil {
+		return lateIndex{}, fmt.Errorf("filter %d's late-add index: %w", i, err)
+	}
+	return lateIndex{
+		state: f.filterWord(i, header.FilterIndexOffset),
+		e:     unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w)),
+		off:   d.IndexOffset(),
+	}, nil
+}
+
+// allocated reports whether the index may hold entries.
+func (x *lateIndex) allocated() bool {
+	return x.e != nil && atomic.LoadUint64(x.state) == header.IndexAllocated
+}
+
+// allocIndex makes sure filter m's index has its blocks, allocating them
+// under the growth lock the first time (a full disk is an error here, not a
+// SIGBUS at the first store).
+func (f *Filter) allocIndex(m *member) error {
+	if m.ix.allocated() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.file != nil {
+		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
+			return fmt.Errorf("growth lock: %w", err)
+		}
+		defer f.file.Unlock(header.GrowthLockOffset)
+	}
+	if m.ix.allocated() {
+		return nil
+	}
+	if sp, ok := f.r.(mmapfile.Sparse); ok {
+		if err := sp.Allocate(m.ix.off, int64(len(m.ix.e))*header.IndexEntrySize); err != nil {
+			return fmt.Errorf("allocating filter %d's late-add index: %w", m.idx, err)
+		}
+	}
+	atomic.StoreUint64(m.ix.state, header.IndexAllocated)
+	return nil
+}
+
+// insert stores fingerprint fp of (h, id) in the first free entry of its
+// probe sequence, naming the entry in the record before each try (Repair
+// clears it if the Add is undone). It returns false if the index is full.
+func (x *lateIndex) insert(h, id uint64, r *record) bool {
+	n := uint64(len(x.e))
+	fp, s := header.IndexProbe(h, id, n)
+	atomic.StoreUint64(r.ixFP, uint64(fp))
+	for range n {
+		e := &x.e[s]
+		v := atomic.LoadUint32(e)
+		if v <= header.IndexCleared {
+			atomic.StoreUint64(r.ixSlot, s+1)
+			if atomic.CompareAndSwapUint32(e, v, fp) {
+				return true
+			}
+			continue // taken since the load: look at it again
+		}
+		if s++; s == n {
+			s = 0
+		}
+	}
+	atomic.StoreUint64(r.ixSlot, 0)
+	return false
+}
+
+// find returns the slot of an entry holding the fingerprint of (h, id).
+func (x *lateIndex) find(h, id uint64) (slot uint64, ok bool) {
+	n := uint64(len(x.e))
+	fp, s := header.IndexProbe(h, id, n)
+	for range n {
+		switch atomic.LoadUint32(&x.e[s]) {
+		case fp:
+			return s, true
+		case header.IndexEmpty:
+			return 0, false
+		}
+		if s++; s == n {
+			s = 0
+		}
+	}
+	return 0, false
+}
+
+// clear clears the entry at slot if it still holds the fingerprint of
+// (h, id), or else another entry that does (a concurrent Remove of the same
+// pair cleared that one first).
+func (x *lateIndex) clear(h, id, slot uint64) {
+	fp, _ := header.IndexProbe(h, id, uint64(len(x.e)))
+	if atomic.CompareAndSwapUint32(&x.e[slot], fp, header.IndexCleared) {
+		return
+	}
+	if s, ok := x.find(h, id); ok {
+		atomic.CompareAndSwapUint32(&x.e[s], fp, header.IndexCleared)
+	}
+}
