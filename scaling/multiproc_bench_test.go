@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ const (
 	procBenchReady = 8
 	procBenchStop  = 16
 	procBenchCount = 24 // the child's completed operations, updated as it goes
+	procBenchGo    = 32 // set by the parent: an Add or Remove child starts its quota
 )
 
 const procBenchPrefill = 200_000 // keys in the file for the Contains benchmarks
@@ -53,10 +55,15 @@ func childBench() error {
 	defer f.Close()
 	op, quota, keyBase := children.Env("OP"), children.EnvU64("QUOTA"), children.EnvU64("KEYBASE")
 	var kb [8]byte
-	if op == "add" {
+	if op == "add" || op == "remove" {
 		f.Add(procBenchKey(keyBase+quota, &kb), 0) // the dirty mark, before the timed part
 	}
 	ctl.Store(procBenchReady, 1)
+	if op != "contains" {
+		for ctl.Load(procBenchGo) == 0 {
+			runtime.Gosched()
+		}
+	}
 	var n uint64
 	for ctl.Load(procBenchStop) == 0 {
 		switch op {
@@ -71,7 +78,17 @@ func childBench() error {
 				}
 				n++
 			}
-		case "contains":
+		case "remove":
+			if n >= quota {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			for j := 0; j < 256 && n < quota; j++ {
+				if err := f.Remove(procBenchKey(keyBase+n, &kb), n); err != nil {
+					return fmt.Errorf("remove %d: %w", n, err)
+				}
+				n++
+			}
 			for j := 0; j < 256; j++ {
 				f.Contains(procBenchKey(n%(2*procBenchPrefill), &kb))
 				n++
@@ -92,7 +109,7 @@ func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f 
 	dir := b.TempDir()
 	path := filepath.Join(dir, "bench.dbl")
 	capacity := uint64(procBenchPrefill)
-	if op == "add" {
+	if op == "add" || op == "remove" {
 		capacity = min(uint64(b.N)*uint64(procs)+1<<16, 1<<25)
 	}
 	f, err := Create(path, &Options{Capacity: capacity, ErrorRate: 0.01})
@@ -101,11 +118,28 @@ func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f 
 	}
 	defer f.Close()
 	var kb [8]byte
-	if prefill {
+	switch {
+	case op == "remove":
+		// Both processes' keys, for them to remove.
+		keys := make([][]byte, 0, 1024)
+		ids := make([]uint64, 0, 1024)
+		for _, base := range []uint64{0, 1 << 40}[:procs] {
+			for i := uint64(0); i < uint64(b.N); i++ {
+				keys = append(keys, procBenchKey(base+i, new([8]byte)))
+				ids = append(ids, i)
+				if len(keys) == cap(keys) || i == uint64(b.N)-1 {
+					if err := f.AddBatch(keys, ids); err != nil {
+						b.Fatal(err)
+					}
+					keys, ids = keys[:0], ids[:0]
+				}
+			}
+		}
+	case prefill:
 		for i := uint64(0); i < procBenchPrefill; i++ {
 			f.Add(procBenchKey(i, &kb), i)
 		}
-	} else {
+	default:
 		f.Add(procBenchKey(1<<50, &kb), 0) // the dirty mark, before the timed part
 	}
 	prefault(f)
@@ -126,10 +160,22 @@ func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f 
 	}
 	start := time.Now()
 	b.ResetTimer()
+	if ctl != nil && op != "contains" {
+		ctl.Store(procBenchGo, 1)
+	}
 	body(f, b.N)
+	if ctl != nil && op != "contains" {
+		// Both quotas done: the aggregate throughput of the two.
+		for ctl.Load(procBenchCount) < uint64(b.N) {
+			runtime.Gosched()
+		}
+	}
 	b.StopTimer()
 	el := time.Since(start)
-	if ctl != nil {
+	if op != "contains" {
+		b.ReportMetric(float64(el.Nanoseconds())/float64(procs*b.N), "agg-ns/op")
+	}
+	if ctl != nil && op == "contains" {
 		c1 := ctl.Load(procBenchCount)
 		ctl.Store(procBenchStop, 1)
 		childproc.WaitAll(b, nil, []*childproc.Proc{child}, time.Minute)
@@ -137,7 +183,7 @@ func procBenchRun(b *testing.B, procs int, op string, prefill bool, body func(f 
 			b.ReportMetric(float64(el.Nanoseconds())/float64(c1-c0), "child-ns/op")
 		}
 	}
-	if op == "add" && len(f.Stats().Filters) != 1 {
+	if op != "contains" && len(f.Stats().Filters) != 1 {
 		b.Logf("note: the chain grew to %d filters", len(f.Stats().Filters))
 	}
 }
@@ -149,6 +195,23 @@ func BenchmarkMPAdd(b *testing.B) {
 				var kb [8]byte
 				for i := 0; i < n; i++ {
 					if err := f.Add(procBenchKey(uint64(i), &kb), uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMPRemove removes b.N keys in this process while, with procs=2,
+// a child removes its own b.N keys from the same filter.
+func BenchmarkMPRemove(b *testing.B) {
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			procBenchRun(b, procs, "remove", false, func(f *Filter, n int) {
+				var kb [8]byte
+				for i := 0; i < n; i++ {
+					if err := f.Remove(procBenchKey(uint64(i), &kb), uint64(i)); err != nil {
 						b.Fatal(err)
 					}
 				}
