@@ -30,6 +30,7 @@ type member struct {
 	minID *uint64
 	maxID *uint64
 	ix    lateIndex // empty for a filter without one
+	quota [quotaShards]quotaShard
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
@@ -80,6 +81,11 @@ func (f *Filter) loadChain(m *header.Meta) error {
 				c.anySealed = true
 			}
 		}
+	}
+	if old != nil && len(old.f) < len(c.f) {
+		// The old newest filter is sealed: give back this handle's room
+		// reserved on it (see quota.go).
+		old.f[len(old.f)-1].releaseQuota()
 	}
 	f.chain.Store(c)
 	return nil

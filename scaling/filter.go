@@ -501,6 +501,11 @@ func (f *Filter) Close() error {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if c := f.chain.Load(); c != nil && !f.ro {
+			for _, m := range c.f {
+				m.releaseQuota()
+			}
+		}
 		f.releaseSlot()
 		keep := f.chain.Swap(nil).keep
 		if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {

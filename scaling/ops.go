@@ -138,8 +138,9 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	var m *member
 	var r *record
 	var late bool
+	var sh *quotaShard
 	for {
-		if m, late = route(c, id); m == nil {
+		if m, late, sh = route(c, id, h.native); m == nil {
 			// The newest filter is full: append one (or find that another
 			// handle did) and route again.
 			if err := f.grow(len(c.f), true); err != nil {
@@ -156,7 +157,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			// writers then sees this operation in flight).
 			r = f.claimRecord(kh, header.OpAdd, m.idx)
 			if err := f.ensureDirty(m.mark); err != nil {
-				m.unadmit()
+				m.release(sh)
 				r.finish(false)
 				return err
 			}
@@ -165,7 +166,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				// in the filter's index instead, before the counters change
 				// (so a Remove from any process finds it).
 				if err := f.allocIndex(m); err != nil {
-					m.unadmit()
+					m.release(sh)
 					r.finish(false)
 					return err
 				}
@@ -178,7 +179,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			if widen(m, id) {
 				break
 			}
-			m.unadmit()
+			m.release(sh)
 			r.finish(false)
 			// The filter was sealed by a growth since this chain was read:
 			// this Add raced it and is moved to the new filter.
@@ -206,7 +207,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	// The item count first, then the admission is released: the two never
 	// count less than the Adds admitted.
 	atomic.AddUint64(m.items, 1)
-	m.unadmit()
+	m.release(sh)
 	r.finish(true)
 	return nil
 }
@@ -337,24 +338,26 @@ func setLegacyRouting(on bool) { legacyRouting.Store(on) }
 //     late-add index, where Remove finds it. A filter without an index
 //     (the first, or one a 1.0 library appended) takes it as 1.0 did, by
 //     widening its range over an older one's.
-func route(c *chain, id uint64) (m *member, late bool) {
+func route(c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
 	if legacyRouting.Load() {
-		return routeLegacy(c, id), false
+		return routeLegacy(c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]
 	if id >= atomic.LoadUint64(n.minID) || !c.anySealed || id > c.frontier {
-		if !n.admit(n.desc.Capacity) {
-			return nil, false
+		sh, ok := n.admitChunked(n.desc.Capacity, h)
+		if !ok {
+			return nil, false, nil
 		}
-		return n, false
+		return n, false, sh
 	}
 	if m := routeSlack(c, id); m != nil {
-		return m, false
+		return m, false, nil
 	}
-	if !n.admit(n.desc.Capacity) {
-		return nil, false
+	sh, ok := n.admitChunked(n.desc.Capacity, h)
+	if !ok {
+		return nil, false, nil
 	}
-	return n, n.ix.e != nil
+	return n, n.ix.e != nil, sh
 }
 
 // routeSlack returns the older filter whose sealed range holds id, with the

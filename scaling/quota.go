@@ -1,0 +1,112 @@
+package scaling
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Admission in chunks. Admitting every Add on the newest filter's shared
+// line (admit: an increment of the pending word, and a decrement once the
+// item count holds the Add) makes that line bounce between writers twice
+// per Add. Instead a handle reserves room for a chunk of Adds with one
+// increment of the pending word and hands it out from process memory; the
+// Adds it handed out are released from the pending word with the next
+// reservation (or at Close), in one step with it.
+//
+// The pending word then counts, per handle, the room reserved and not yet
+// handed out plus the Adds handed out and not yet released; every one of
+// those either is counted in items already or will be, so items + pending
+// never undercounts an admitted Add (admit's invariant). It may overcount
+// by a handle's unused reservations: a filter looks fuller by at most
+// quotaShards × quotaChunk items per handle (sized so that this is under
+// 1/64 of its capacity), and a handle killed with a reservation leaves the
+// word too high, the hint Repair zeroes.
+
+// quotaSkipsCheck makes a reservation skip the capacity check: the negative
+// control of TestChunkedAdmissionNeverOverfills.
+var quotaSkipsCheck = false
+
+const quotaShards = 4 // per filter and handle, chosen by the key hash: goroutines rarely share one
+
+// quotaShard is a handle's reservation on one filter.
+type quotaShard struct {
+	mu   sync.Mutex
+	left uint64        // reserved and not yet handed out
+	done atomic.Uint64 // handed out and finished (counted in items, or given up): not yet released
+	_    [40]byte
+}
+
+// quotaChunk is the room one reservation takes on a filter of capacity c:
+// up to 32, and small enough that the unused reservations of a handle are
+// under 1/64 of the filter.
+func quotaChunk(c uint64) uint64 {
+	return min(32, c/(64*quotaShards))
+}
+
+// admitChunked admits an Add to m (holding at most limit) from shard s of
+// this handle's reservation, reserving a new chunk when it is used up. It
+// returns the shard the admission came from, or nil if it was admitted one
+// at a time (admit) or not at all (ok false).
+func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) {
+	chunk := quotaChunk(m.desc.Capacity)
+	if chunk < 2 {
+		return nil, m.admit(limit)
+	}
+	s := &m.quota[h%quotaShards]
+	s.mu.Lock()
+	if s.left > 0 {
+		s.left--
+		s.mu.Unlock()
+		return s, true
+	}
+	// Reserve a chunk and release what this shard handed out, in one step.
+	d := s.done.Swap(0)
+	p := atomic.AddUint64(m.pend, chunk-d)
+	if atomic.LoadUint64(m.items)+p <= limit || quotaSkipsCheck {
+		s.left = chunk - 1
+		s.mu.Unlock()
+		return s, true
+	}
+	atomic.AddUint64(m.pend, -chunk)
+	s.mu.Unlock()
+	if m.admit(limit) {
+		return nil, true
+	}
+	// Near the limit: give back the room the other shards hold unused, so
+	// that a lone handle fills the filter to the last item.
+	if m.reclaim() == 0 {
+		return nil, false
+	}
+	return nil, m.admit(limit)
+}
+
+// reclaim gives back the room this handle's shards of m reserved and did
+// not hand out, and releases the Adds they handed out that have finished;
+// it returns how much the pending word went down.
+func (m *member) reclaim() uint64 {
+	var total uint64
+	for i := range m.quota {
+		s := &m.quota[i]
+		s.mu.Lock()
+		if r := s.left + s.done.Swap(0); r > 0 {
+			atomic.AddUint64(m.pend, -r)
+			total += r
+		}
+		s.left = 0
+		s.mu.Unlock()
+	}
+	return total
+}
+
+// release ends an admission: the Add is counted in items, or was given up.
+func (m *member) release(s *quotaShard) {
+	if s == nil {
+		m.unadmit()
+		return
+	}
+	s.done.Add(1)
+}
+
+// releaseQuota gives back every reservation of the handle on m (Close,
+// and a filter that is no longer the newest).
+func (m *member) releaseQuota() { m.reclaim() }

@@ -1,0 +1,76 @@
+package scaling
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestChunkedAdmissionNeverOverfills: two handles on one file, four
+// goroutines each, admitting Adds in chunks (quota.go) on filters large
+// enough for chunks of 16: no filter ever holds more than its capacity plus
+// slack, every Add is counted, and the sealed filters are nearly full (the
+// reservations left unused cost little). The negative control skips the
+// capacity check of a reservation, and the check must see a filter overfill.
+func TestChunkedAdmissionNeverOverfills(t *testing.T) {
+	requireFiles(t)
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skipCheck=%v", broken), func(t *testing.T) {
+			quotaSkipsCheck = broken
+			defer func() { quotaSkipsCheck = false }()
+			const capacity, handles, goroutines, perG = 4096, 2, 4, 5000
+			if quotaChunk(capacity) != 16 {
+				t.Fatalf("chunk %d on capacity %d: the test wants 16", quotaChunk(capacity), capacity)
+			}
+			path := filepath.Join(t.TempDir(), "q.dbl")
+			f0, err := Create(path, &Options{Capacity: capacity, GrowthFactor: 1.2, ErrorRate: 0.05, Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f0.Close()
+			f1, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f1.Close()
+			var id atomic.Uint64
+			var wg sync.WaitGroup
+			for h, f := range []*Filter{f0, f1} {
+				for g := range goroutines {
+					wg.Go(func() {
+						for i := range perG {
+							if err := f.AddString(fmt.Sprintf("h%d-g%d-%d", h, g, i), id.Add(1)); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					})
+				}
+			}
+			wg.Wait()
+			st := f0.Stats()
+			var total uint64
+			over := 0
+			for i, fs := range st.Filters {
+				total += fs.Count
+				if fs.Count > fs.Capacity+slack(fs.Capacity) {
+					over++
+					if !broken {
+						t.Errorf("filter %d holds %d items, capacity %d + slack %d", fs.Index, fs.Count, fs.Capacity, slack(fs.Capacity))
+					}
+				}
+				if !broken && i < len(st.Filters)-1 && fs.Count < fs.Capacity*15/16 {
+					t.Errorf("sealed filter %d holds only %d of %d items", fs.Index, fs.Count, fs.Capacity)
+				}
+			}
+			if total != handles*goroutines*perG {
+				t.Errorf("%d items counted, want %d", total, handles*goroutines*perG)
+			}
+			if broken && over == 0 {
+				t.Fatal("with the capacity check skipped no filter overfilled: the test cannot see overfill")
+			}
+		})
+	}
+}
