@@ -24,18 +24,27 @@
 // Each filter records the range of ids [FirstID, LastID] added to it, and a
 // filter's range is sealed when the next filter is appended: an Add that
 // still sees the old chain cannot widen a sealed range and is moved to the
-// new filter, so a new filter's ids lie above every id already routed to an
-// older one. An Add whose id falls inside a sealed range (it raced the
-// growth, or the id repeats) goes to that filter while it has room in a
-// small slack it was sized for (capacity/64 + 16 items); beyond that, and for
-// ids going backwards, to the newest filter, whose range then overlaps.
+// new filter. The newest filter's range never widens over an id at or below
+// the frontier (the largest id of the sealed ranges), so no two ranges
+// overlap. An Add whose id falls inside a sealed range (it raced the growth,
+// a writer slightly behind, an id that repeats) goes to that filter while it
+// has room in a small slack it was sized for (capacity/64 + 16 items).
+// Beyond that, and for any other id at or below the frontier (a writer far
+// behind the others, loaders with their own blocks of ids, ids going
+// backwards), it goes to the newest filter as a late Add: its range is left
+// alone and a fingerprint of (key, id) goes into the filter's late-add index
+// (docs/FORMAT.md), which has room for two entries per item the filter can
+// hold.
 //
-// Remove(key, id) looks only at filters whose range holds id and decrements
-// the one whose counters for key are all non-zero. If none, it changes
-// nothing and returns ErrNotPresent. If more than one (overlapping ranges),
-// it changes nothing and returns ErrAmbiguous: the key may be a false
-// positive of all but one of them, and decrementing the wrong one would take
-// counts from other keys. With increasing ids that cannot happen. Contains
+// Remove(key, id) first asks each filter whose index has been used and whose
+// counters hold the key for the fingerprint of (key, id); otherwise it looks
+// only at the filter whose range holds id. It decrements the filter found if
+// its counters for key are all non-zero; if not, it changes nothing and
+// returns ErrNotPresent. In a file written with version 1.0's routing,
+// ranges can overlap; if the key then looks present in more than one, Remove
+// changes nothing and returns ErrAmbiguous: the key may be a false positive
+// of all but one of them, and decrementing the wrong one would take counts
+// from other keys. Files written by this version never overlap. Contains
 // needs no id: it asks every filter. The key is hashed once per operation
 // (xxhash64 with the file's seed) for the whole chain.
 //
