@@ -61,9 +61,12 @@ const (
 	// FilterIndexOffset holds the state of the filter's late-add index
 	// (IndexNone or IndexAllocated; see LateIndex).
 	FilterIndexOffset = 40 // uint64
+	// FilterWritersOffset holds the writer slots that may have a non-zero
+	// item count on the filter (bit s: slot s; see CountSize).
+	FilterWritersOffset = 48 // uint64
 	// FilterReservedOffset is the first reserved byte of a filter line: the
 	// rest of the line is zero.
-	FilterReservedOffset = 48
+	FilterReservedOffset = 56
 
 	// SlotsOffset is the start of the writer slots.
 	SlotsOffset = 4 * PageSize
@@ -192,7 +195,7 @@ const (
 	entK          = 48 // uint16
 	entHashID     = 50 // uint8
 	entLayoutID   = 51 // uint8
-	entIndexPages = 52 // uint32: pages of the late-add index (version 1.1)
+	entExtraPages = 52 // uint32: pages after the counters (version 1.1): item counts, then late-add index
 )
 
 // Magic identifies a dablooms file.
@@ -205,14 +208,15 @@ const (
 	VersionMinor = 1
 )
 
-// FlagLateIndex is set in a file some of whose filters have a late-add
-// index (version 1.1): a library that does not know the index would route
-// Removes without it, so it must refuse the file.
-const FlagLateIndex uint64 = 1
+// FlagExtras is set in a file some of whose filters have extra pages
+// (version 1.1: per-writer item counts and a late-add index): a library that
+// does not know them would miscount items and route Removes without the
+// index, so it must refuse the file.
+const FlagExtras uint64 = 1
 
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = FlagLateIndex
+const KnownFlags uint64 = FlagExtras
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

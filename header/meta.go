@@ -28,7 +28,7 @@ type FilterDesc struct {
 	Counters  uint64  // number of 4-bit counters
 	Offset    int64   // byte offset of the counters, page-aligned
 	Length    int64   // bytes reserved for the filter (counters, then index), page-aligned
-	Index     int64   // bytes of the late-add index at the end of Length, page-aligned; 0 = none
+	Extra     int64   // bytes after the counters, page-aligned: the writers' item counts page, then the late-add index (0: none, a 1.0 filter)
 	ErrorRate float64 // false-positive target of this filter at capacity
 	K         int     // counters per key
 	HashID    uint8
@@ -36,11 +36,22 @@ type FilterDesc struct {
 }
 
 // CounterBytes returns the bytes reserved for the counters: the filter's
-// length less its late-add index.
-func (f *FilterDesc) CounterBytes() int64 { return f.Length - f.Index }
+// length less its extra pages.
+func (f *FilterDesc) CounterBytes() int64 { return f.Length - f.Extra }
+
+// HasCounts reports whether the filter has a page of per-writer item
+// counts (CountsOffset).
+func (f *FilterDesc) HasCounts() bool { return f.Extra > 0 }
+
+// CountsOffset returns the offset of the filter's per-writer item counts
+// page (when HasCounts).
+func (f *FilterDesc) CountsOffset() int64 { return f.Offset + f.CounterBytes() }
+
+// IndexBytes returns the size of the filter's late-add index (0: none).
+func (f *FilterDesc) IndexBytes() int64 { return max(f.Extra-PageSize, 0) }
 
 // IndexOffset returns the offset of the filter's late-add index.
-func (f *FilterDesc) IndexOffset() int64 { return f.Offset + f.CounterBytes() }
+func (f *FilterDesc) IndexOffset() int64 { return f.CountsOffset() + PageSize }
 
 // Meta is a decoded metadata copy.
 type Meta struct {
@@ -99,7 +110,7 @@ func Encode(dst []byte, m *Meta) {
 		le.PutUint16(e[entK:], uint16(f.K))
 		e[entHashID] = f.HashID
 		e[entLayoutID] = f.LayoutID
-		le.PutUint32(e[entIndexPages:], uint32(f.Index/PageSize))
+		le.PutUint32(e[entExtraPages:], uint32(f.Extra/PageSize))
 	}
 	le.PutUint32(dst[offChecksum:], crc32.Checksum(dst[:offChecksum], castagnoli))
 }
@@ -234,7 +245,7 @@ func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64) (FilterDe
 		K:         int(le.Uint16(e[entK:])),
 		HashID:    e[entHashID],
 		LayoutID:  e[entLayoutID],
-		Index:     int64(le.Uint32(e[entIndexPages:])) * PageSize,
+		Extra:     int64(le.Uint32(e[entExtraPages:])) * PageSize,
 	}
 	off, length := le.Uint64(e[entOffset:]), le.Uint64(e[entLength:])
 	at := base + eoff
@@ -274,10 +285,10 @@ func validateEntry(f *FilterDesc) error {
 		return corrupt(ErrCorrupt, entHashID, -1, "hash id", "unknown hash %d", f.HashID)
 	case f.LayoutID < LayoutBlocked512 || f.LayoutID > LayoutBlocked1024:
 		return corrupt(ErrCorrupt, entLayoutID, -1, "layout id", "unknown layout %d", f.LayoutID)
-	case f.Index >= f.Length:
-		return corrupt(ErrCorrupt, entIndexPages, -1, "index pages", "a %d-byte index leaves no room for counters in %d bytes", f.Index, f.Length)
-	case f.Index != 0 && f.HashID != HashXXH64Seeded:
-		return corrupt(ErrCorrupt, entIndexPages, -1, "index pages", "a filter with hash %d has no late-add index", f.HashID)
+	case f.Extra >= f.Length:
+		return corrupt(ErrCorrupt, entExtraPages, -1, "extra pages", "%d extra bytes leave no room for counters in %d bytes", f.Extra, f.Length)
+	case f.IndexBytes() != 0 && f.HashID != HashXXH64Seeded:
+		return corrupt(ErrCorrupt, entExtraPages, -1, "extra pages", "a filter with hash %d has no late-add index", f.HashID)
 	case f.Counters == 0 || f.Counters > uint64(f.CounterBytes())*2:
 		return corrupt(ErrCorrupt, entCounters, -1, "counters", "%d counters do not fit in %d bytes", f.Counters, f.CounterBytes())
 	case f.LayoutID == LayoutBlocked1024 && f.Counters%256 != 0:

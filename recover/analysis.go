@@ -61,13 +61,17 @@ type analysis struct {
 
 type filterInfo struct {
 	desc                      header.FilterDesc
-	items, mark, minID, maxID uint64 // maxID without the Sealed bit
-	sealed                    bool   // the Sealed bit of the max id word
-	pending                   uint64 // the pending-adds hint (any value is valid)
-	ixState                   uint64 // the late-add index's state word (FilterIndexOffset)
-	lineOK                    bool   // mark, id range and the reserved words are plausible
-	itemsOK                   bool   // 0 ≤ items ≤ capacity + slack
-	lineExtra                 bool   // reserved words of the line are not zero
+	items, mark, minID, maxID uint64                 // maxID without the Sealed bit
+	sealed                    bool                   // the Sealed bit of the max id word
+	pending                   uint64                 // the pending-adds hint (any value is valid)
+	ixState                   uint64                 // the late-add index's state word (FilterIndexOffset)
+	lineItems                 uint64                 // the line's items word; items adds the writers' counts
+	writers                   uint64                 // the line's writers word
+	counts                    [header.NumSlots]int64 // the writers' item counts
+	strayCounts               bool                   // counts of slots the writers word does not name are not zero
+	lineOK                    bool                   // mark, id range and the reserved words are plausible
+	itemsOK                   bool                   // 0 ≤ items ≤ capacity + slack
+	lineExtra                 bool                   // reserved words of the line are not zero
 	sum, sat                  uint64
 	tailOff                   int64 // first non-zero byte after the last counter, -1 if none
 	cut                       bool  // the file ends before the filter does (truncated): its counters were not read
@@ -132,6 +136,9 @@ func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, erro
 	}
 	a.readHot()
 	a.readLines()
+	if err := a.readCounts(img); err != nil {
+		return nil, err
+	}
 	if err := a.readCounters(img); err != nil {
 		return nil, err
 	}
@@ -299,6 +306,8 @@ func (a *analysis) readLines() {
 		fi := &a.filters[i]
 		fi.desc = a.meta.Filters[i]
 		fi.items = le.Uint64(line[header.FilterItemsOffset:])
+		fi.lineItems = fi.items
+		fi.writers = le.Uint64(line[header.FilterWritersOffset:])
 		fi.mark = le.Uint64(line[header.FilterMarkOffset:])
 		fi.minID = le.Uint64(line[header.FilterMinIDOffset:])
 		maxWord := le.Uint64(line[header.FilterMaxIDOffset:])
@@ -320,7 +329,7 @@ func (a *analysis) readLines() {
 			fi.lineOK = false
 			a.note(Corrupt, i, -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
 		case !validIndexState(&fi.desc, fi.ixState):
-			a.note(Damaged, i, -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.Index > 0], indexStateFor(&fi.desc))
+			a.note(Damaged, i, -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.IndexBytes() > 0], indexStateFor(&fi.desc))
 		case i == n-1 && fi.sealed:
 			a.note(Damaged, i, -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
@@ -514,10 +523,10 @@ func (a *analysis) recordFault(ri *recInfo) string {
 	if ri.ixSlot != 0 || ri.ixFP != 0 {
 		d := &a.filters[f].desc
 		switch {
-		case d.Index == 0:
+		case d.IndexBytes() == 0:
 			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, f)
-		case ri.ixSlot > uint64(d.Index/header.IndexEntrySize):
-			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot, f, d.Index/header.IndexEntrySize)
+		case ri.ixSlot > uint64(d.IndexBytes()/header.IndexEntrySize):
+			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot, f, d.IndexBytes()/header.IndexEntrySize)
 		case ri.ixFP <= header.IndexCleared || ri.ixFP > math.MaxUint32:
 			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.ixFP)
 		}

@@ -157,3 +157,19 @@ func TestLateAddsSurviveRepair(t *testing.T) {
 	}
 	removeAll(t, path, rows)
 }
+
+// itemsInImage is filter i's item count in the file image b: its line's
+// items word plus the writers' counts its writers word names.
+func itemsInImage(b []byte, d *header.FilterDesc, i int) int64 {
+	line := header.FilterLineOffset(i)
+	n := int64(le.Uint64(b[line+header.FilterItemsOffset:]))
+	if d.HasCounts() {
+		w := le.Uint64(b[line+header.FilterWritersOffset:])
+		for s := range header.NumSlots {
+			if w&(1<<s) != 0 {
+				n += int64(le.Uint64(b[header.CountOffset(d, s):]))
+			}
+		}
+	}
+	return n
+}

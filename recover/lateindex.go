@@ -14,14 +14,14 @@ import (
 // validIndexState reports whether a filter line's index state word can be
 // right for the filter d.
 func validIndexState(d *header.FilterDesc, v uint64) bool {
-	return v == header.IndexNone || (v == header.IndexAllocated && d.Index > 0)
+	return v == header.IndexNone || (v == header.IndexAllocated && d.IndexBytes() > 0)
 }
 
 // indexStateFor is the state Repair gives a line whose state word is
 // garbage: allocated for a filter with an index (entries that are there
 // are then seen; the blocks of a hole read as zeros), none otherwise.
 func indexStateFor(d *header.FilterDesc) uint64 {
-	if d.Index > 0 {
+	if d.IndexBytes() > 0 {
 		return header.IndexAllocated
 	}
 	return header.IndexNone
@@ -85,14 +85,14 @@ func loadLate(a *analysis, img image, j int, withCounters bool) (*lateCopy, erro
 	// A garbage line's state word says nothing: read the index anyway (a
 	// hole reads as zeros, an empty index).
 	maybe := fi.ixState == header.IndexAllocated || !fi.lineOK
-	if d.Index == 0 || !maybe || d.Offset+d.Length > img.Size() {
+	if d.IndexBytes() == 0 || !maybe || d.Offset+d.Length > img.Size() {
 		return nil, nil
 	}
-	b := make([]byte, d.Index)
+	b := make([]byte, d.IndexBytes())
 	if err := readFull(img, b, d.IndexOffset()); err != nil {
 		return nil, err
 	}
-	lc := &lateCopy{filter: j, salt: counting4.Salt(j), e: make([]uint32, d.Index/header.IndexEntrySize)}
+	lc := &lateCopy{filter: j, salt: counting4.Salt(j), e: make([]uint32, d.IndexBytes()/header.IndexEntrySize)}
 	for k := range lc.e {
 		lc.e[k] = le.Uint32(b[k*header.IndexEntrySize:])
 	}
@@ -151,4 +151,75 @@ func (a *analysis) frontier(i int) (uint64, bool) {
 		}
 	}
 	return hi, ok
+}
+
+// readCounts adds the writers' item counts (header/counts.go) of every
+// filter with a sound line to its item count. A count of a slot the
+// writers word does not name is not part of the count (a writer sets its
+// bit first); one that is not zero is noted, and Repair zeroes it.
+func (a *analysis) readCounts(img image) error {
+	for i := range a.filters {
+		fi := &a.filters[i]
+		d := &fi.desc
+		if !d.HasCounts() || d.CountsOffset()+header.CountsBytes > a.size {
+			continue // a truncated file: the filter is rebuilt, its counts zeroed
+		}
+		b := make([]byte, header.CountsBytes)
+		if err := readFull(img, b, d.CountsOffset()); err != nil {
+			return err
+		}
+		sum := int64(fi.lineItems)
+		for s := range header.NumSlots {
+			c := int64(le.Uint64(b[s*header.CountSize:]))
+			fi.counts[s] = c
+			switch {
+			case !fi.lineOK:
+				// The writers word is garbage: Rebuild recounts.
+			case fi.writers&(1<<s) != 0:
+				sum += c
+			case c != 0 && !fi.dirty:
+				// (In a dirty filter after an OS crash the count's page may
+				// have reached the disk without the line's: the filter is
+				// rebuilt.)
+				fi.strayCounts = true
+				a.note(Damaged, i, s, header.CountOffset(d, s), "item counts", header.ErrCorrupt, "writer slot %d's item count %d is not named in the filter's writers word; Repair zeroes it", s, c)
+			}
+		}
+		if fi.lineOK {
+			fi.items = uint64(max(sum, 0))
+			fi.itemsOK = fi.items <= itemLimit(d.Capacity)
+		}
+	}
+	return nil
+}
+
+// zeroStrayCounts zeroes the counts of filter i that its writers word
+// does not name.
+func (p *patch) zeroStrayCounts(a *analysis, i int) {
+	fi := &a.filters[i]
+	for s := range header.NumSlots {
+		if fi.writers&(1<<s) == 0 && fi.counts[s] != 0 {
+			p.words[header.CountOffset(&fi.desc, s)] = 0
+			p.changed = true
+		}
+	}
+	p.act("filter %d: zeroed the item counts of writers its line does not name", i)
+}
+
+// foldCounts makes filter i's item count v the line's alone: the writers'
+// counts are zeroed and the writers word cleared.
+func (p *patch) foldCounts(a *analysis, i int, v uint64) {
+	fi := &a.filters[i]
+	line := header.FilterLineOffset(i)
+	p.put(line+header.FilterItemsOffset, v)
+	p.put(line+header.FilterWritersOffset, 0)
+	if !fi.desc.HasCounts() {
+		return
+	}
+	for s := range header.NumSlots {
+		if fi.counts[s] != 0 {
+			p.words[header.CountOffset(&fi.desc, s)] = 0
+			p.changed = true
+		}
+	}
 }

@@ -135,7 +135,7 @@ func (p *patch) endCutShort(a *analysis, img image) (bump map[recRef]bool, err e
 		if res.recount {
 			items = (int64(a.filters[i].sum) + res.sumDelta) / int64(a.filters[i].desc.K)
 		}
-		p.put(header.FilterLineOffset(i)+header.FilterItemsOffset, uint64(items))
+		p.foldCounts(a, i, uint64(items))
 		if res.exact {
 			p.act("filter %d: %s", i, res.summary())
 		} else {
@@ -201,6 +201,9 @@ func (p *patch) fixLines(a *analysis, img image) error {
 	for i := range a.filters {
 		fi := &a.filters[i]
 		line := header.FilterLineOffset(i)
+		if fi.strayCounts && !a.needRebuild[i] {
+			p.zeroStrayCounts(a, i)
+		}
 		if fi.lineOK {
 			if fi.pending != 0 {
 				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", i, fi.pending)
@@ -228,7 +231,7 @@ func (p *patch) fixLines(a *analysis, img image) error {
 		}
 		if fi.recount && !a.needRebuild[i] {
 			v := fi.sum / uint64(fi.desc.K)
-			p.put(line+header.FilterItemsOffset, v)
+			p.foldCounts(a, i, v)
 			p.act("filter %d: item count %d recounted from the counters: %d", i, int64(fi.items), v)
 		}
 	}
@@ -309,7 +312,7 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 		if fi.sat == 0 && fi.sum%uint64(fi.desc.K) == 0 {
 			items = fi.sum / uint64(fi.desc.K)
 		}
-		p.put(line+header.FilterItemsOffset, items)
+		p.foldCounts(a, i, items)
 		if !fi.lineOK {
 			lo, hi, _ := a.rangeFor(i)
 			if i < len(a.filters)-1 {
@@ -456,7 +459,7 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	}
 	p.filters[d.Offset] = b
 	line := header.FilterLineOffset(i)
-	p.put(line+header.FilterItemsOffset, count)
+	p.foldCounts(a, i, count)
 	p.put(line+header.FilterMarkOffset, 0)
 	if i < len(a.filters)-1 {
 		maxID |= header.Sealed

@@ -82,13 +82,13 @@ func TestPendingAddsHint(t *testing.T) {
 	// A reserved word after it is garbage: the line needs Rebuild, which
 	// writes the pending word as 0 too.
 	putWord(t, path, pending, 7)
-	putWord(t, path, pending+16, 1)
+	putWord(t, path, pending+24, 1)
 	if r := verifyT(t, path); r.State != Corrupt {
 		dumpReport(t, r)
-		t.Fatalf("reserved word +48 set: state %v, want corrupt", r.State)
+		t.Fatalf("reserved word +56 set: state %v, want corrupt", r.State)
 	}
 	rep, err = Rebuild(path, keysSource(10), &RepairOptions{BootID: testBoot})
-	if err != nil || rep.State != Clean || wordAt(t, path, pending) != 0 || wordAt(t, path, pending+16) != 0 {
-		t.Fatalf("Rebuild: %v, %v, pending word %#x, +48 %#x after", err, rep, wordAt(t, path, pending), wordAt(t, path, pending+16))
+	if err != nil || rep.State != Clean || wordAt(t, path, pending) != 0 || wordAt(t, path, pending+24) != 0 {
+		t.Fatalf("Rebuild: %v, %v, pending word %#x, +56 %#x after", err, rep, wordAt(t, path, pending), wordAt(t, path, pending+24))
 	}
 }

@@ -31,6 +31,14 @@ type member struct {
 	maxID *uint64
 	ix    lateIndex // empty for a filter without one
 	quota [quotaShards]quotaShard
+
+	// Per-writer item counts (header/counts.go); counts is nil for a filter
+	// without them, which counts in items alone.
+	counts    []uint64 // the counts page: slot s's count is counts[s*countStride]
+	own       *uint64  // this handle's count (nil: read-only)
+	ownSlot   int
+	writers   *uint64 // the line's writers word
+	ownMarked atomic.Bool
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
@@ -63,8 +71,13 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
 		}
-		if d.Index > 0 {
+		if d.IndexBytes() > 0 {
 			if mb.ix, err = f.mapIndex(i, &d); err != nil {
+				return err
+			}
+		}
+		if d.HasCounts() {
+			if err := f.mapCounts(mb); err != nil {
 				return err
 			}
 		}
@@ -156,7 +169,7 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	i := len(m.Filters)
 	newest := f.filterWord(i-1, header.FilterMaxIDOffset)
 	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
-		atomic.LoadUint64(f.filterWord(i-1, header.FilterItemsOffset))+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOffset)) < m.Filters[i-1].Capacity {
+		f.itemCount(i-1)+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOffset)) < m.Filters[i-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.
 		return nil
@@ -181,8 +194,8 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	if err := growFilter(f.r, &d); err != nil {
 		return fmt.Errorf("growing the file for filter %d: %w", i, err)
 	}
-	if d.Index > 0 {
-		m.Flags |= header.FlagLateIndex
+	if d.Extra > 0 {
+		m.Flags |= header.FlagExtras
 	}
 	f.initFilterLine(i)
 	if err := f.sync(header.FilterLineOffset(i), header.LineSize); err != nil {
@@ -230,7 +243,7 @@ func (f *Filter) publish(m *header.Meta) error {
 // growFilter grows r to the end of filter d, leaving d's late-add index
 // unallocated where r can.
 func growFilter(r mmapfile.Region, d *header.FilterDesc) error {
-	if sp, ok := r.(mmapfile.Sparse); ok && d.Index > 0 {
+	if sp, ok := r.(mmapfile.Sparse); ok && d.IndexBytes() > 0 {
 		return sp.GrowSparse(d.Offset+d.Length, d.IndexOffset())
 	}
 	return r.Grow(d.Offset + d.Length)

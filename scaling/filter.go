@@ -163,6 +163,11 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
+	for _, d := range dir {
+		if d.Extra > 0 {
+			m.Flags |= header.FlagExtras
+		}
+	}
 	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
 	f.setBootID(o.BootID)
 	if err := f.mapHot(); err != nil {
@@ -432,6 +437,7 @@ func (f *Filter) initFilterLine(i int) {
 	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), ^uint64(0))
 	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), 0)
 	atomic.StoreUint64(f.filterWord(i, header.FilterIndexOffset), header.IndexNone)
+	atomic.StoreUint64(f.filterWord(i, header.FilterWritersOffset), 0)
 }
 
 // validateHot checks the hot words against the directory: they are hostile

@@ -191,11 +191,13 @@ func TestLateAddsConcurrent(t *testing.T) {
 
 // TestVersion10FileOpensAndGrows: a file written as version 1.0 (minor 0,
 // no feature flag, no index) opens; the filters appended to it get a
-// late-add index and the file then carries FlagLateIndex.
+// late-add index and item counts, and the file then carries FlagExtras.
 func TestVersion10FileOpensAndGrows(t *testing.T) {
 	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "v10.dbl")
+	layout10 = true
 	f, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 3})
+	layout10 = false
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +229,9 @@ func TestVersion10FileOpensAndGrows(t *testing.T) {
 		t.Fatalf("a version 1.0 file: %v", err)
 	}
 	defer f.Close()
-	for i := 50; len(f.Stats().Filters) < 3; i++ {
-		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+	added := 50
+	for ; len(f.Stats().Filters) < 3; added++ {
+		if err := f.AddString(fmt.Sprint("k", added), uint64(added)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -251,8 +254,16 @@ func TestVersion10FileOpensAndGrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Minor != header.VersionMinor || p.Flags != header.FlagLateIndex || p.Filters[1].Index == 0 {
-		t.Fatalf("after growth: version 1.%d, flags %#x, filter 1 index %d bytes", p.Minor, p.Flags, p.Filters[1].Index)
+	if p.Minor != header.VersionMinor || p.Flags != header.FlagExtras || p.Filters[0].Extra != 0 || p.Filters[1].IndexBytes() == 0 || !p.Filters[1].HasCounts() {
+		t.Fatalf("after growth: version 1.%d, flags %#x, filter 0 extra %d bytes, filter 1 index %d bytes", p.Minor, p.Flags, p.Filters[0].Extra, p.Filters[1].IndexBytes())
+	}
+	// The 1.0 filter counts in its line, the new ones per writer: both add up.
+	var total uint64
+	for _, fs := range f.Stats().Filters {
+		total += fs.Count
+	}
+	if total != uint64(added) {
+		t.Fatalf("item counts add up to %d, want %d", total, added)
 	}
 }
 

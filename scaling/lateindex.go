@@ -24,7 +24,7 @@ type lateIndex struct {
 // mapIndex maps filter i's index. Its blocks may be a hole in the file:
 // nothing touches e before state reads IndexAllocated.
 func (f *Filter) mapIndex(i int, d *header.FilterDesc) (lateIndex, error) {
-	w, err := f.r.Words(d.IndexOffset(), d.Index/8)
+	w, err := f.r.Words(d.IndexOffset(), d.IndexBytes()/8)
 	if err != nil {
 		return lateIndex{}, fmt.Errorf("filter %d's late-add index: %w", i, err)
 	}

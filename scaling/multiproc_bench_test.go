@@ -268,6 +268,9 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 				atomic.StoreUint64(&w[i], 0)
 			}
 			atomic.StoreUint64(m.items, 0)
+			if m.own != nil {
+				atomic.StoreUint64(m.own, 0)
+			}
 		}
 		reset()
 		b.ResetTimer()

@@ -525,7 +525,7 @@ func (k *killTrial) resolveOutcomes() error {
 
 // checkItems: the item count is exact up to the cut operations.
 func (k *killTrial) checkItems() error {
-	got := int64(atomic.LoadUint64(k.m.items))
+	got := int64(k.m.itemCount())
 	if got < k.items-int64(len(k.snc)) || got > k.items+int64(len(k.snc)) {
 		return fmt.Errorf("item count %d, replay %d ± %d cut", got, k.items, len(k.snc))
 	}

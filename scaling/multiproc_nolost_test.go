@@ -151,7 +151,7 @@ func runNoLost(t *testing.T, racy bool) noLostResult {
 			}
 		}
 	}
-	res.items = atomic.LoadUint64(fm.items)
+	res.items = fm.itemCount()
 	return res
 }
 

@@ -206,7 +206,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
 	// The item count first, then the admission is released: the two never
 	// count less than the Adds admitted.
-	atomic.AddUint64(m.items, 1)
+	m.count(1)
 	m.release(sh)
 	r.finish(true)
 	return nil
@@ -261,7 +261,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	if late {
 		m.ix.clear(kh, id, slot)
 	}
-	decrementItems(m.items)
+	m.uncount()
 	r.finish(true)
 	return nil
 }
@@ -402,7 +402,7 @@ func routeLegacy(c *chain, id uint64) *member {
 // until Repair zeroes it.
 func (m *member) admit(limit uint64) bool {
 	p := atomic.AddUint64(m.pend, 1)
-	if atomic.LoadUint64(m.items)+p <= limit {
+	if m.itemCount()+p <= limit {
 		return true
 	}
 	m.unadmit()

@@ -151,6 +151,10 @@ func filterCapacity(p *header.Params, i int) uint64 {
 	return uint64(math.Round(float64(p.Capacity) * math.Pow(p.GrowthFactor, float64(i))))
 }
 
+// layout10 makes describe size filters as version 1.0 did, without extra
+// pages: tests use it to write a 1.0 file.
+var layout10 = false
+
 // describe sizes filter i of a chain whose previous filter ends at off.
 func describe(p *header.Params, i int, off int64, firstID uint64) (header.FilterDesc, error) {
 	if i >= header.MaxFilters {
@@ -169,17 +173,21 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
 	}
 	length := filterLength(counters)
-	var index int64
-	if i > 0 && p.HashID == header.HashXXH64Seeded {
-		// Every filter after the first can take late Adds (see route).
-		index = header.IndexBytes(capy)
-		length += index
+	var extra int64
+	if p.HashID == header.HashXXH64Seeded && !layout10 {
+		// The writers' item counts; every filter after the first can take
+		// late Adds (see route).
+		extra = header.CountsBytes
+		if i > 0 {
+			extra += header.IndexBytes(capy)
+		}
+		length += extra
 	}
 	if off+length > header.MaxFileSize {
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
 	}
 	return header.FilterDesc{
-		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Index: index,
+		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Extra: extra,
 		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
 	}, nil
 }

@@ -62,7 +62,7 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 	// Reserve a chunk and release what this shard handed out, in one step.
 	d := s.done.Swap(0)
 	p := atomic.AddUint64(m.pend, chunk-d)
-	if atomic.LoadUint64(m.items)+p <= limit || quotaSkipsCheck {
+	if m.itemCount()+p <= limit || quotaSkipsCheck {
 		s.left = chunk - 1
 		s.mu.Unlock()
 		return s, true

@@ -42,6 +42,14 @@ func (f *Filter) claimSlot() error {
 		atomic.StoreUint64(&w[header.SlotPIDOffset/8], uint64(os.Getpid()))
 		atomic.StoreUint64(&w[header.SlotOpenedOffset/8], uint64(time.Now().UnixNano()))
 		f.slot, f.slotWord = s, w
+		if c := f.chain.Load(); c != nil {
+			// The chain was loaded before the slot was claimed.
+			for _, m := range c.f {
+				if m.counts != nil {
+					m.own, m.ownSlot = &m.counts[s*countStride], s
+				}
+			}
+		}
 		for r := range f.rec {
 			base := (r + 1) * header.LineSize / 8
 			rc := &f.rec[r]

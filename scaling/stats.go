@@ -196,7 +196,7 @@ func (f *Filter) Stats() Stats {
 		s.Path = f.file.Path()
 	}
 	for _, m := range c.f {
-		items, maxID := atomic.LoadUint64(m.items), atomic.LoadUint64(m.maxID)
+		items, maxID := m.itemCount(), atomic.LoadUint64(m.maxID)
 		lay := counting4.Layout(m.desc.LayoutID)
 		fs := FilterStats{
 			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,

@@ -1,0 +1,21 @@
+package header
+
+// Per-writer item counts (version 1.1). A filter's item count is the
+// filter line's items word plus, for every writer slot s whose bit is set
+// in the line's writers word (FilterWritersOffset), the signed 64-bit count
+// at CountsOffset + CountSize·s: a writer adds to and takes from its own
+// count, on a line no other process writes, so writers share no word per
+// operation but the counters themselves. A writer sets its bit before its
+// first change to its count. A count may be negative (a writer removed
+// keys another added); the sum is never negative but for a moment when two
+// Removes of a saturated key race, which readers read as zero. Repair folds
+// the counts into the items word and clears the writers word.
+const (
+	// CountSize is the space of one writer's count: a cache line.
+	CountSize = LineSize
+	// CountsBytes is the size of a filter's counts page.
+	CountsBytes = PageSize
+)
+
+// CountOffset returns the offset of writer slot s's item count on filter d.
+func CountOffset(d *FilterDesc, s int) int64 { return d.CountsOffset() + int64(s)*CountSize }

@@ -1,0 +1,81 @@
+package scaling
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// Per-writer item counts (header/counts.go): a filter's item count is its
+// line's items word plus the counts of the writer slots named in its
+// writers word. A writer changes only its own count, on a line of its own,
+// so writers in different processes share no word per Add or Remove but
+// the counters; reading the count costs a load per writer that has
+// counted on the filter.
+
+const countStride = header.CountSize / 8 // words per writer's count
+
+// mapCounts maps m's counts page and picks this handle's count.
+func (f *Filter) mapCounts(m *member) error {
+	w, err := f.r.Words(m.desc.CountsOffset(), header.CountsBytes/8)
+	if err != nil {
+		return fmt.Errorf("filter %d's item counts: %w", m.idx, err)
+	}
+	m.counts = w
+	m.writers = f.filterWord(m.idx, header.FilterWritersOffset)
+	if f.slot >= 0 {
+		m.own, m.ownSlot = &w[f.slot*countStride], f.slot
+	}
+	return nil
+}
+
+// itemCount returns the filter's live item count.
+func (m *member) itemCount() uint64 {
+	n := int64(atomic.LoadUint64(m.items))
+	if m.counts != nil {
+		for w := atomic.LoadUint64(m.writers); w != 0; w &= w - 1 {
+			n += int64(atomic.LoadUint64(&m.counts[bits.TrailingZeros64(w)*countStride]))
+		}
+	}
+	return uint64(max(n, 0))
+}
+
+// itemCount is the item count of filter i of the current chain, or of its
+// line alone if the chain does not hold it.
+func (f *Filter) itemCount(i int) uint64 {
+	if c := f.chain.Load(); c != nil && i < len(c.f) {
+		return c.f[i].itemCount()
+	}
+	return atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))
+}
+
+// count adds d to this handle's count on m (or to the line's items word for
+// a filter without counts). The handle's bit in the writers word is set
+// before its count first changes, so every reader sums the count.
+func (m *member) count(d int64) {
+	if m.own == nil {
+		atomic.AddUint64(m.items, uint64(d))
+		return
+	}
+	if !m.ownMarked.Load() {
+		atomic.OrUint64(m.writers, 1<<m.ownSlot)
+		m.ownMarked.Store(true)
+	}
+	atomic.AddUint64(m.own, uint64(d))
+}
+
+// uncount takes one from the filter's item count, but never below zero (see
+// decrementItems): a Remove of a saturated key beyond its Adds changes
+// nothing.
+func (m *member) uncount() {
+	if m.own == nil {
+		decrementItems(m.items)
+		return
+	}
+	if m.itemCount() == 0 {
+		return
+	}
+	m.count(-1)
+}
