@@ -66,15 +66,17 @@ func (m *member) count(d int64) {
 	atomic.AddUint64(m.own, uint64(d))
 }
 
-// uncount takes one from the filter's item count, but never below zero (see
-// decrementItems): a Remove of a saturated key beyond its Adds changes
-// nothing.
-func (m *member) uncount() {
+// uncount takes one from the filter's item count after a Remove, but never
+// below zero (see decrementItems): a Remove of a saturated key beyond its
+// Adds changes nothing. A Remove that changed a counter (changed) took away
+// a count some Add put there, so it needs no check, and reads no other
+// writer's count.
+func (m *member) uncount(changed bool) {
 	if m.own == nil {
 		decrementItems(m.items)
 		return
 	}
-	if m.itemCount() == 0 {
+	if !changed && m.itemCount() == 0 {
 		return
 	}
 	m.count(-1)

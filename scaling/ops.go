@@ -261,7 +261,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	if late {
 		m.ix.clear(kh, id, slot)
 	}
-	m.uncount()
+	m.uncount(atomic.LoadUint64(r.changed) != 0)
 	r.finish(true)
 	return nil
 }
