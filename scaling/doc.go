@@ -93,10 +93,13 @@
 //     slack, for a sealed one) however many goroutines and processes race
 //     for the last places. On a filter of 512 items or more a handle
 //     reserves room for up to 32 Adds at a time and hands it out from
-//     process memory (quota.go), so that writers share one locked
-//     instruction per Add on the filter's line (the item count) instead of
-//     three; a filter may then grow up to 1/64 of its capacity early per
-//     handle.
+//     process memory (quota.go); a filter may then grow up to 1/64 of its
+//     capacity early per handle.
+//   - Item counts: each writer slot keeps its own count per filter, on a
+//     line of its own (docs/FORMAT.md, Per-writer item counts); a filter's
+//     item count is their sum. So writers in different processes share no
+//     word per Add or Remove but the counters (and the max id, written by
+//     the writer whose ids lead).
 //   - Growth lock: appending a filter takes an exclusive OFD lock on byte 0 of
 //     the file (waiting at most LockTimeout). The appender re-reads the
 //     directory (another process may have grown the chain already), marks
