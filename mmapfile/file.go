@@ -460,6 +460,12 @@ func (mf *File) GrowSparse(size, allocated int64) error {
 	if size <= mf.size {
 		return nil
 	}
+	if size > int64(len(mf.m)) {
+		// Grow mapped the reservation only as far as allocated.
+		if err := mf.extend(size); err != nil {
+			return err
+		}
+	}
 	if err := mf.f.Truncate(size); err != nil {
 		return fmt.Errorf("extending %s to %d bytes: %w", mf.path, size, err)
 	}

@@ -771,3 +771,43 @@ func TestPageSize(t *testing.T) {
 		t.Fatalf("PageSize %d", PageSize())
 	}
 }
+
+// TestGrowSparse: GrowSparse leaves the tail a hole (its blocks are not
+// allocated), maps all of it even past the reservation, and Allocate then
+// allocates the hole so stores into it are safe.
+func TestGrowSparse(t *testing.T) {
+	path := tmpPath(t)
+	f := mustCreate(t, path, 4096, &Options{Reserve: 16 << 10})
+	defer f.Close()
+	const size, alloc = 1 << 20, 8192
+	if err := f.GrowSparse(size, alloc); err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != size {
+		t.Fatalf("size %d, want %d", f.Size(), size)
+	}
+	blocks := func() int64 {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	if b := blocks(); b >= size/2 {
+		t.Fatalf("%d bytes allocated after GrowSparse(%d, %d): the tail is not a hole", b, size, alloc)
+	}
+	tail, err := f.Bytes(alloc, size-alloc)
+	if err != nil {
+		t.Fatalf("the hole is not mapped: %v", err)
+	}
+	if err := f.Allocate(alloc, size-alloc); err != nil {
+		t.Fatal(err)
+	}
+	if b := blocks(); b < size {
+		t.Fatalf("%d bytes allocated after Allocate, want %d", b, size)
+	}
+	copy(tail[size-alloc-4:], "end!")
+	if err := f.Allocate(size-4096, 8192); err == nil {
+		t.Fatal("Allocate past the end of the file succeeded")
+	}
+}
