@@ -7,9 +7,11 @@ package header
 // count, on a line no other process writes, so writers share no word per
 // operation but the counters themselves. A writer sets its bit before its
 // first change to its count. A count may be negative (a writer removed
-// keys another added); the sum is never negative but for a moment when two
-// Removes of a saturated key race, which readers read as zero. Repair folds
-// the counts into the items word and clears the writers word.
+// keys another added). The sum goes negative only when Removes take more
+// than the Adds put in (keys never added, or removed more often than added
+// with saturated counters); readers read it as zero, and Repair recounts
+// it. Repair folds the counts into the items word and clears the writers
+// word.
 const (
 	// CountSize is the space of one writer's count: a cache line.
 	CountSize = LineSize

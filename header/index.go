@@ -25,6 +25,11 @@ const (
 
 	IndexNone      = 0 // FilterIndexOffset: no index blocks allocated; every entry reads empty
 	IndexAllocated = 1 // FilterIndexOffset: the index's blocks are allocated
+
+	// IndexDone is set in a record's index slot word (RecIndexSlotOffset)
+	// once the operation's compare-and-swap on the entry happened (an
+	// Add's insert, a Remove's clear).
+	IndexDone = 1 << 63
 )
 
 // IndexBytes returns the size of the late-add index of a filter of the

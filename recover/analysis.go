@@ -525,8 +525,8 @@ func (a *analysis) recordFault(ri *recInfo) string {
 		switch {
 		case d.IndexBytes() == 0:
 			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, f)
-		case ri.ixSlot > uint64(d.IndexBytes()/header.IndexEntrySize):
-			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot, f, d.IndexBytes()/header.IndexEntrySize)
+		case ri.ixSlot&^header.IndexDone > uint64(d.IndexBytes()/header.IndexEntrySize) || ri.ixSlot == header.IndexDone:
+			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot&^header.IndexDone, f, d.IndexBytes()/header.IndexEntrySize)
 		case ri.ixFP <= header.IndexCleared || ri.ixFP > math.MaxUint32:
 			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.ixFP)
 		}

@@ -3,9 +3,11 @@ package recover
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -172,4 +174,87 @@ func itemsInImage(b []byte, d *header.FilterDesc, i int) int64 {
 		}
 	}
 	return n
+}
+
+// TestRepairEndsCutShortLateAdd: a dead writer's record of a late Add that
+// Repair undoes clears the index entry only when the record says its
+// compare-and-swap happened (IndexDone); without it the entry (which may
+// be another writer's Add of the same key and id) stays.
+func TestRepairEndsCutShortLateAdd(t *testing.T) {
+	for _, done := range []bool{true, false} {
+		t.Run(fmt.Sprint("done=", done), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cut.dbl")
+			f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 150 {
+				if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 40 { // past filter 0's slack: late Adds into filter 1
+				if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !f.Stats().Filters[1].LateIndex {
+				t.Fatal("no late Add")
+			}
+			f.Close() // unflushed: filter 1 is marked dirty, as a cut-short Add would leave it
+			b := mustReadFile(t, path)
+			m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := m.Filters[1]
+			kh := header.HashKey(3, []byte("late39")) + counting4.Salt(1)
+			n := uint64(d.IndexBytes() / header.IndexEntrySize)
+			fp, s := header.IndexProbe(kh, 10, n)
+			for le.Uint32(b[d.IndexOffset()+int64(s)*4:]) != fp {
+				s = (s + 1) % n
+			}
+			entry := d.IndexOffset() + int64(s)*4
+			// A dead writer in slot 9 with an Add of the same pair cut short
+			// before any counter changed.
+			rec := header.RecordOffset(9, 0)
+			le.PutUint64(b[header.SlotOffset(9)+header.SlotOwnerOffset:], 0x1234)
+			le.PutUint64(b[rec+header.RecOpOffset:], uint64(header.OpWord(0).Begin(header.OpAdd, 1)))
+			le.PutUint64(b[rec+header.RecHashOffset:], kh)
+			slotWord := s + 1
+			if done {
+				slotWord |= header.IndexDone
+			}
+			le.PutUint64(b[rec+header.RecIndexSlotOffset:], slotWord)
+			le.PutUint64(b[rec+header.RecIndexFPOffset:], uint64(fp))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := verifyT(t, path); r.State != Interrupted {
+				dumpReport(t, r)
+				t.Fatalf("state %v, want interrupted", r.State)
+			}
+			rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+			if err != nil || rep.State != Clean {
+				t.Fatalf("Repair: %v, %v", err, rep)
+			}
+			want := fp
+			if done {
+				want = header.IndexCleared
+			}
+			if got := le.Uint32(mustReadFile(t, path)[entry:]); got != want {
+				t.Log(rep.Actions)
+				t.Fatalf("entry %#x after Repair, want %#x", got, want)
+			}
+		})
+	}
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

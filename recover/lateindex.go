@@ -28,20 +28,29 @@ func indexStateFor(d *header.FilterDesc) uint64 {
 }
 
 // endLate ends the index half of an operation cut short on filter i, as
-// its resolution decided: an Add that is undone loses the entry it may
-// have inserted, a Remove that counts as completed clears the entry it may
-// not have cleared yet. Either clears the entry only if it still holds the
-// operation's fingerprint.
+// its resolution decided: an Add that is undone loses the entry it
+// inserted, a Remove that counts as completed clears the entry it had not
+// cleared yet. The record says which: its slot word carries IndexDone once
+// the operation's compare-and-swap on the entry happened. An undone Add
+// without it leaves the entry alone (it may be another writer's, of the
+// same key and id; at worst an entry with no Add stays), and so does a
+// completed Remove with it. The entry is cleared only if it holds the
+// record's fingerprint.
 func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bool) error {
 	if ri.ixSlot == 0 {
 		return nil
 	}
-	op := header.OpWord(ri.op).Op()
-	if !(op == header.OpAdd && !completed) && !(op == header.OpRemove && completed) {
+	done := ri.ixSlot&header.IndexDone != 0
+	switch op := header.OpWord(ri.op).Op(); {
+	case op == header.OpAdd && !completed && done:
+	case op == header.OpRemove && completed && !done:
+	default:
 		return nil
 	}
+	op := header.OpWord(ri.op).Op()
+	slot := ri.ixSlot &^ header.IndexDone
 	d := &a.filters[i].desc
-	off := d.IndexOffset() + int64(ri.ixSlot-1)*header.IndexEntrySize
+	off := d.IndexOffset() + int64(slot-1)*header.IndexEntrySize
 	w := off &^ 7
 	if w+8 > img.Size() {
 		return nil // a truncated file: the filter is rebuilt
@@ -63,49 +72,63 @@ func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bo
 	if op == header.OpRemove {
 		what = "a Remove it completed"
 	}
-	p.act("filter %d: cleared late-add index entry %d of %s", i, ri.ixSlot-1, what)
+	p.act("filter %d: cleared late-add index entry %d of %s", i, slot-1, what)
 	return nil
 }
 
-// lateCopy is a private copy of a filter's late-add index that Rebuild
-// consumes: an entry a key has matched is cleared in the copy, so two Adds
-// of the same pair match two entries.
-type lateCopy struct {
-	filter int
-	salt   uint64
-	e      []uint32
-	cf     *counting4.Filter // the filter's counters, nil if they are being rebuilt
+// patchView is an image as a patch leaves it: Repair's resolutions, the
+// index entries it cleared and the filters rebuilt so far read as written.
+// Reads are of whole words, pages or filters, so a patched word never
+// straddles a read's edge.
+type patchView struct {
+	img image
+	p   *patch
 }
 
-// loadLate copies filter j's index (nil if it has none allocated) and, if
+func (v *patchView) Size() int64 { return v.img.Size() }
+
+func (v *patchView) ReadAt(b []byte, off int64) (int, error) {
+	n, err := v.img.ReadAt(b, off)
+	end := off + int64(len(b))
+	for w, x := range v.p.words {
+		if w >= off && w+8 <= end {
+			le.PutUint64(b[w-off:], x)
+		}
+	}
+	for fo, fb := range v.p.filters {
+		if lo, hi := max(fo, off), min(fo+int64(len(fb)), end); lo < hi {
+			copy(b[lo-off:hi-off], fb[lo-fo:hi-fo])
+		}
+	}
+	return n, err
+}
+
+// lateCopy is a private copy of a filter's late-add index. Its entries are
+// read whatever the line's state word says (an OS crash may have kept the
+// index page and lost the line's): a hole reads as an empty index.
+type lateCopy struct {
+	salt uint64
+	e    []uint32
+	cf   *counting4.Filter // the filter's counters, nil if they are being rebuilt
+}
+
+// loadLate copies filter j's index (nil if it has none) and, if
 // withCounters and its counters are sound, its counters.
 func loadLate(a *analysis, img image, j int, withCounters bool) (*lateCopy, error) {
-	fi := &a.filters[j]
-	d := &fi.desc
-	// A garbage line's state word says nothing: read the index anyway (a
-	// hole reads as zeros, an empty index).
-	maybe := fi.ixState == header.IndexAllocated || !fi.lineOK
-	if d.IndexBytes() == 0 || !maybe || d.Offset+d.Length > img.Size() {
+	d := &a.filters[j].desc
+	if d.IndexBytes() == 0 || d.Offset+d.Length > img.Size() {
 		return nil, nil
 	}
 	b := make([]byte, d.IndexBytes())
 	if err := readFull(img, b, d.IndexOffset()); err != nil {
 		return nil, err
 	}
-	lc := &lateCopy{filter: j, salt: counting4.Salt(j), e: make([]uint32, d.IndexBytes()/header.IndexEntrySize)}
+	lc := &lateCopy{salt: counting4.Salt(j), e: make([]uint32, d.IndexBytes()/header.IndexEntrySize)}
 	for k := range lc.e {
 		lc.e[k] = le.Uint32(b[k*header.IndexEntrySize:])
 	}
 	if withCounters && !a.needRebuild[j] {
-		cb := make([]byte, d.CounterBytes())
-		if err := readFull(img, cb, d.Offset); err != nil {
-			return nil, err
-		}
-		w := make([]uint64, len(cb)/8)
-		for k := range w {
-			w[k] = le.Uint64(cb[k*8:])
-		}
-		cf, err := counting4.New(w, counting4.Layout(d.LayoutID), d.Counters, d.K)
+		cf, err := loadCounters(img, d)
 		if err != nil {
 			return nil, fmt.Errorf("filter %d: %w", j, err)
 		}
@@ -114,43 +137,177 @@ func loadLate(a *analysis, img image, j int, withCounters bool) (*lateCopy, erro
 	return lc, nil
 }
 
-// take consumes an entry holding the fingerprint of (key hash h, id) and
-// reports whether there was one. With the filter's counters at hand, it
-// also needs them to hold the key (a fingerprint alone may be another
-// pair's).
-func (lc *lateCopy) take(h, id uint64) bool {
-	kh := h + lc.salt
-	if lc.cf != nil && !lc.cf.Contains(kh) {
-		return false
+// loadCounters reads the counters of filter d.
+func loadCounters(img image, d *header.FilterDesc) (*counting4.Filter, error) {
+	cb := make([]byte, d.CounterBytes())
+	if err := readFull(img, cb, d.Offset); err != nil {
+		return nil, err
 	}
+	w := make([]uint64, len(cb)/8)
+	for k := range w {
+		w[k] = le.Uint64(cb[k*8:])
+	}
+	return counting4.New(w, counting4.Layout(d.LayoutID), d.Counters, d.K)
+}
+
+// slot returns the entry holding the fingerprint of (native hash h, id),
+// or -1.
+func (lc *lateCopy) slot(h, id uint64) int {
 	n := uint64(len(lc.e))
-	fp, s := header.IndexProbe(kh, id, n)
+	fp, s := header.IndexProbe(h+lc.salt, id, n)
 	for range n {
 		switch lc.e[s] {
 		case fp:
-			lc.e[s] = header.IndexCleared
-			return true
+			return int(s)
 		case header.IndexEmpty:
-			return false
+			return -1
 		}
 		if s++; s == n {
 			s = 0
 		}
 	}
+	return -1
+}
+
+// take consumes an entry holding the fingerprint of (native hash h, id)
+// and reports whether there was one. With the filter's counters at hand,
+// it also needs them to hold the key (a fingerprint alone may be another
+// pair's).
+func (lc *lateCopy) take(h, id uint64) bool {
+	if lc.cf != nil && !lc.cf.Contains(h+lc.salt) {
+		return false
+	}
+	s := lc.slot(h, id)
+	if s < 0 {
+		return false
+	}
+	lc.e[s] = header.IndexCleared
+	return true
+}
+
+// lateKeys decides, for the Rebuild of filter i, which of the source's keys
+// are late Adds: of a newer filter (left out of i), or of i (re-added to i,
+// with a fresh entry in the index Rebuild writes for it).
+type lateKeys struct {
+	a     *analysis
+	img   image
+	i     int
+	seed  uint64
+	later []*lateCopy // the newer filters' indexes, consumed as keys match
+	index *lateCopy   // i's index as the file holds it; nil if i has none
+	fresh []uint32    // i's index as Rebuild writes it
+	// lost: i's index may have lost entries (an OS crash): a key below
+	// i's range that no other filter holds is taken to be one of i's late
+	// Adds. others holds the other filters' counters for that test.
+	lost   bool
+	others map[int]*counting4.Filter
+}
+
+func newLateKeys(a *analysis, img image, i int) (*lateKeys, error) {
+	lk := &lateKeys{a: a, img: img, i: i, seed: a.meta.Params.Seed, others: map[int]*counting4.Filter{}}
+	for j := i + 1; j < len(a.filters); j++ {
+		lc, err := loadLate(a, img, j, true)
+		if err != nil {
+			return nil, err
+		}
+		if lc != nil {
+			lk.later = append(lk.later, lc)
+		}
+	}
+	// The index state word is made durable before the first entry is
+	// stored (scaling's allocIndex), so a sound line whose word reads
+	// IndexNone says i took no late Add.
+	fi := &a.filters[i]
+	known := a.hotOK && fi.lineOK
+	if known && fi.ixState != header.IndexAllocated {
+		return lk, nil
+	}
+	own, err := loadLate(a, img, i, false)
+	if err != nil || own == nil {
+		return lk, err
+	}
+	lk.index, lk.fresh = own, make([]uint32, len(own.e))
+	lk.lost = !known || (fi.dirty && !a.trustedPhase())
+	return lk, nil
+}
+
+// lateElsewhere reports whether (key, id), in i's range, is a late Add of
+// a newer filter.
+func (lk *lateKeys) lateElsewhere(key []byte, id uint64) bool {
+	h := header.HashKey(lk.seed, key)
+	for _, lc := range lk.later {
+		if lc.take(h, id) {
+			return true
+		}
+	}
 	return false
 }
 
-// frontier returns the largest id of the ranges of the filters before i
-// (as Rebuild asks the source for them), and false if none has a range.
-func (a *analysis) frontier(i int) (uint64, bool) {
-	var hi uint64
-	ok := false
-	for j := range i {
-		if _, h, ask := a.rangeFor(j); ask {
-			hi, ok = max(hi, h), true
+// own reports whether (key, id), below i's range, is one of i's late Adds,
+// and if so records it in the fresh index (kh: the key's hash for i).
+func (lk *lateKeys) own(key []byte, kh, id uint64) bool {
+	if lk.index.slot(kh-lk.index.salt, id) < 0 && (!lk.lost || lk.heldElsewhere(key, id)) {
+		return false
+	}
+	n := uint64(len(lk.fresh))
+	fp, s := header.IndexProbe(kh, id, n)
+	for range n {
+		if lk.fresh[s] == header.IndexEmpty {
+			lk.fresh[s] = fp
+			break
+		}
+		if s++; s == n {
+			s = 0
 		}
 	}
-	return hi, ok
+	return true
+}
+
+// heldElsewhere reports whether another filter holds (key, id): one that
+// is rebuilt too and whose range holds id (it re-adds the key), or one
+// whose counters hold the key.
+func (lk *lateKeys) heldElsewhere(key []byte, id uint64) bool {
+	for j := range lk.a.filters {
+		if j == lk.i {
+			continue
+		}
+		d := &lk.a.filters[j].desc
+		if lk.a.needRebuild[j] {
+			if lo, hi, ask := lk.a.rangeFor(j); ask && lo <= id && id <= hi {
+				return true
+			}
+			continue
+		}
+		cf, ok := lk.others[j]
+		if !ok {
+			if d.Offset+d.Length <= lk.img.Size() {
+				cf, _ = loadCounters(lk.img, d) // unreadable: nil, holds nothing
+			}
+			lk.others[j] = cf
+		}
+		if cf == nil {
+			continue
+		}
+		var h uint64
+		if d.HashID == header.HashMurmur3Orig {
+			h = header.HashKeyOriginal(key)
+		} else {
+			h = header.HashKey(lk.seed, key) + counting4.Salt(j)
+		}
+		if cf.Contains(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// indexBytes is the fresh index as file bytes.
+func (lk *lateKeys) indexBytes() []byte {
+	b := make([]byte, len(lk.fresh)*header.IndexEntrySize)
+	for k, e := range lk.fresh {
+		le.PutUint32(b[k*header.IndexEntrySize:], e)
+	}
+	return b
 }
 
 // readCounts adds the writers' item counts (header/counts.go) of every
@@ -168,6 +325,16 @@ func (a *analysis) readCounts(img image) error {
 		if err := readFull(img, b, d.CountsOffset()); err != nil {
 			return err
 		}
+		if fi.lineOK {
+			// A live writer may have set its bit, then counted, since the
+			// head was read: the bit precedes the count, so the word read
+			// after the counts names every count they hold.
+			var w [8]byte
+			if err := readFull(img, w[:], header.FilterLineOffset(i)+header.FilterWritersOffset); err != nil {
+				return err
+			}
+			fi.writers |= le.Uint64(w[:])
+		}
 		sum := int64(fi.lineItems)
 		for s := range header.NumSlots {
 			c := int64(le.Uint64(b[s*header.CountSize:]))
@@ -177,17 +344,21 @@ func (a *analysis) readCounts(img image) error {
 				// The writers word is garbage: Rebuild recounts.
 			case fi.writers&(1<<s) != 0:
 				sum += c
-			case c != 0 && !fi.dirty:
+			case c != 0:
+				fi.strayCounts = true
 				// (In a dirty filter after an OS crash the count's page may
 				// have reached the disk without the line's: the filter is
-				// rebuilt.)
-				fi.strayCounts = true
-				a.note(Damaged, i, s, header.CountOffset(d, s), "item counts", header.ErrCorrupt, "writer slot %d's item count %d is not named in the filter's writers word; Repair zeroes it", s, c)
+				// rebuilt, and Repair zeroes the count then too.)
+				if !fi.dirty {
+					a.note(Damaged, i, s, header.CountOffset(d, s), "item counts", header.ErrCorrupt, "writer slot %d's item count %d is not named in the filter's writers word; Repair zeroes it", s, c)
+				}
 			}
 		}
 		if fi.lineOK {
+			// A negative sum: Removes of keys never added (or beyond their
+			// Adds) took from the writers' counts; the count is recounted.
 			fi.items = uint64(max(sum, 0))
-			fi.itemsOK = fi.items <= itemLimit(d.Capacity)
+			fi.itemsOK = sum >= 0 && fi.items <= itemLimit(d.Capacity)
 		}
 	}
 	return nil

@@ -375,20 +375,10 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		salt = counting4.Salt(i)
 	}
 	seed := a.meta.Params.Seed
-	// Late Adds (docs/FORMAT.md, Late-add index): keys whose fingerprint a
-	// newer filter's index holds are that filter's; the keys this filter's
-	// index holds come from ids at or below the frontier.
-	var later []*lateCopy
-	for j := i + 1; j < len(a.filters); j++ {
-		lc, err := loadLate(a, img, j, true)
-		if err != nil {
-			return err
-		}
-		if lc != nil {
-			later = append(later, lc)
-		}
-	}
-	own, err := loadLate(a, img, i, false)
+	// Late Adds (docs/FORMAT.md, Late-add index) are read from the file as
+	// this patch leaves it (Repair's resolutions applied).
+	view := &patchView{img: img, p: p}
+	lk, err := newLateKeys(a, view, i)
 	if err != nil {
 		return err
 	}
@@ -407,23 +397,20 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		*slot = h
 		count++
 	}
+	keyHash := func(key []byte) uint64 {
+		if d.HashID == header.HashMurmur3Orig {
+			return header.HashKeyOriginal(key)
+		}
+		return header.HashKey(seed, key) + salt
+	}
 	add := func(key []byte, id uint64) error {
 		if id < lo || id > hi {
 			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
 		}
-		var h uint64
-		if d.HashID == header.HashMurmur3Orig {
-			h = header.HashKeyOriginal(key)
-		} else {
-			h = header.HashKey(seed, key)
-			for _, lc := range later {
-				if lc.take(h, id) {
-					return nil // a late Add of the newer filter lc
-				}
-			}
-			h += salt
+		if lk.lateElsewhere(key, id) {
+			return nil // a late Add of a newer filter
 		}
-		put(h)
+		put(keyHash(key))
 		minID, maxID = min(minID, id), max(maxID, id)
 		return nil
 	}
@@ -432,19 +419,22 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 			return fmt.Errorf("rebuilding filter %d from ids [%d, %d]: %w", i, lo, hi, err)
 		}
 	}
-	if fr, ok := a.frontier(i); own != nil && ok {
-		if ask && lo > 0 {
-			fr = min(fr, lo-1)
+	if lk.index != nil && (!ask || lo > 0) {
+		// This filter's late Adds: ids below its range, in its index, or
+		// (an index page an OS crash lost) held by no other filter.
+		top := uint64(header.MaxID)
+		if ask {
+			top = lo - 1
 		}
 		addLate := func(key []byte, id uint64) error {
-			if h := header.HashKey(seed, key); own.take(h, id) {
-				put(h + salt)
+			if kh := keyHash(key); lk.own(key, kh, id) {
+				put(kh)
 				late++
 			}
 			return nil
 		}
-		if err := src(0, fr, addLate); err != nil {
-			return fmt.Errorf("rebuilding filter %d's late Adds from ids [0, %d]: %w", i, fr, err)
+		if err := src(0, top, addLate); err != nil {
+			return fmt.Errorf("rebuilding filter %d's late Adds from ids [0, %d]: %w", i, top, err)
 		}
 	}
 	for n := count - min(count, rebuildAhead); n < count; n++ {
@@ -462,13 +452,19 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	p.foldCounts(a, i, count)
 	p.put(line+header.FilterMarkOffset, 0)
 	if i < len(a.filters)-1 {
+		// A sealed range keeps what it covered (the newer filters' late
+		// Adds were decided against it), even if fewer keys came back.
+		if ask {
+			minID, maxID = min(minID, lo), max(maxID, hi)
+		}
 		maxID |= header.Sealed
 	}
 	p.put(line+header.FilterMinIDOffset, minID)
 	p.put(line+header.FilterMaxIDOffset, maxID)
 	p.put(line+header.FilterPendingOffset, 0)
-	if !fi.lineOK || !validIndexState(&d, fi.ixState) {
-		p.put(line+header.FilterIndexOffset, indexStateFor(&d))
+	if lk.index != nil {
+		p.filters[d.IndexOffset()] = lk.indexBytes()
+		p.put(line+header.FilterIndexOffset, header.IndexAllocated)
 	}
 	p.zero(line+header.FilterReservedOffset, line+header.LineSize)
 	p.keys += count

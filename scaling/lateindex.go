@@ -64,7 +64,9 @@ func (f *Filter) allocIndex(m *member) error {
 		}
 	}
 	atomic.StoreUint64(m.ix.state, header.IndexAllocated)
-	return nil
+	// Durable before the first entry: after an OS crash, Rebuild trusts a
+	// word that reads IndexNone to mean no late Add (recover/lateindex.go).
+	return f.sync(header.FilterLineOffset(m.idx), header.LineSize)
 }
 
 // insert stores fingerprint fp of (h, id) in the first free entry of its
@@ -80,6 +82,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 		if v <= header.IndexCleared {
 			atomic.StoreUint64(r.ixSlot, s+1)
 			if atomic.CompareAndSwapUint32(e, v, fp) {
+				atomic.StoreUint64(r.ixSlot, (s+1)|header.IndexDone)
 				return true
 			}
 			continue // taken since the load: look at it again
@@ -112,13 +115,15 @@ func (x *lateIndex) find(h, id uint64) (slot uint64, ok bool) {
 
 // clear clears the entry at slot if it still holds the fingerprint of
 // (h, id), or else another entry that does (a concurrent Remove of the same
-// pair cleared that one first).
-func (x *lateIndex) clear(h, id, slot uint64) {
+// pair cleared that one first), and marks the record's entry done.
+func (x *lateIndex) clear(h, id, slot uint64, r *record) {
 	fp, _ := header.IndexProbe(h, id, uint64(len(x.e)))
-	if atomic.CompareAndSwapUint32(&x.e[slot], fp, header.IndexCleared) {
-		return
+	if !atomic.CompareAndSwapUint32(&x.e[slot], fp, header.IndexCleared) {
+		s, ok := x.find(h, id)
+		if !ok || !atomic.CompareAndSwapUint32(&x.e[s], fp, header.IndexCleared) {
+			return
+		}
+		slot = s
 	}
-	if s, ok := x.find(h, id); ok {
-		atomic.CompareAndSwapUint32(&x.e[s], fp, header.IndexCleared)
-	}
+	atomic.StoreUint64(r.ixSlot, (slot+1)|header.IndexDone)
 }

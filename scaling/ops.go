@@ -259,7 +259,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		return ErrNotPresent
 	}
 	if late {
-		m.ix.clear(kh, id, slot)
+		m.ix.clear(kh, id, slot, r)
 	}
 	m.uncount(atomic.LoadUint64(r.changed) != 0)
 	r.finish(true)

@@ -3,6 +3,8 @@ package scaling
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 // Admission in chunks. Admitting every Add on the newest filter's shared
@@ -49,7 +51,9 @@ func quotaChunk(c uint64) uint64 {
 // at a time (admit) or not at all (ok false).
 func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) {
 	chunk := quotaChunk(m.desc.Capacity)
-	if chunk < 2 {
+	if chunk < 2 || atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
+		// (No reservation on a sealed filter: a chain read before the
+		// growth would leave it there, unused, until Close.)
 		return nil, m.admit(limit)
 	}
 	s := &m.quota[h%quotaShards]
