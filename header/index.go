@@ -22,6 +22,12 @@ const (
 	IndexEmpty     = 0 // an entry never used
 	IndexCleared   = 1 // an entry whose fingerprint was removed
 	IndexEntrySize = 4 // bytes per entry
+	// IndexMaxProbe bounds a probe sequence: an entry lies at most this
+	// many slots after its probe start, so a lookup reads at most this many
+	// entries (cleared entries never become empty again, and a table whose
+	// lookups had to run to an empty entry would slow down for ever). An
+	// insert that finds no free entry that close takes the index as full.
+	IndexMaxProbe = 64
 
 	IndexNone      = 0 // FilterIndexOffset: no index blocks allocated; every entry reads empty
 	IndexAllocated = 1 // FilterIndexOffset: the index's blocks are allocated

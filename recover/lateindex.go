@@ -155,7 +155,7 @@ func loadCounters(img image, d *header.FilterDesc) (*counting4.Filter, error) {
 func (lc *lateCopy) slot(h, id uint64) int {
 	n := uint64(len(lc.e))
 	fp, s := header.IndexProbe(h+lc.salt, id, n)
-	for range n {
+	for range min(n, header.IndexMaxProbe) {
 		switch lc.e[s] {
 		case fp:
 			return int(s)
@@ -251,7 +251,7 @@ func (lk *lateKeys) own(key []byte, kh, id uint64) bool {
 	}
 	n := uint64(len(lk.fresh))
 	fp, s := header.IndexProbe(kh, id, n)
-	for range n {
+	for range min(n, header.IndexMaxProbe) {
 		if lk.fresh[s] == header.IndexEmpty {
 			lk.fresh[s] = fp
 			break

@@ -275,3 +275,54 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestLateIndexChurn: late Adds and their Removes cycled far more often
+// than the index has entries (every entry ends up cleared, none empty)
+// still route exactly: lookups stop after header.IndexMaxProbe entries, and
+// inserts reuse cleared entries within that bound.
+func TestLateIndexChurn(t *testing.T) {
+	f, err := NewMemory(&Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 150 {
+		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := f.chain.Load().f[1]
+	entries := len(m.ix.e)
+	for round := range 20 * entries / 50 {
+		for j := range 50 {
+			if err := f.AddString(fmt.Sprint("r", round, "-", j), 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := range 50 {
+			if err := f.RemoveString(fmt.Sprint("r", round, "-", j), 10); err != nil {
+				t.Fatalf("round %d: Remove: %v", round, err)
+			}
+		}
+	}
+	if !m.ix.allocated() {
+		t.Fatal("no late Add went to filter 1's index")
+	}
+	empty := 0
+	for i := range m.ix.e {
+		if m.ix.e[i] == header.IndexEmpty {
+			empty++
+		}
+	}
+	if empty != 0 {
+		t.Fatalf("%d of %d entries still empty: the churn did not reach the state it tests", empty, entries)
+	}
+	for i := range 150 {
+		if !f.ContainsString(fmt.Sprint("k", i)) {
+			t.Fatalf("false negative k%d", i)
+		}
+	}
+	if n := f.Stats().Filters[1].Count; n != 50 {
+		t.Fatalf("filter 1 holds %d items, want 50", n)
+	}
+}

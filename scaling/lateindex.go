@@ -76,7 +76,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 	n := uint64(len(x.e))
 	fp, s := header.IndexProbe(h, id, n)
 	atomic.StoreUint64(r.ixFP, uint64(fp))
-	for range n {
+	for range min(n, header.IndexMaxProbe) {
 		e := &x.e[s]
 		v := atomic.LoadUint32(e)
 		if v <= header.IndexCleared {
@@ -99,7 +99,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 func (x *lateIndex) find(h, id uint64) (slot uint64, ok bool) {
 	n := uint64(len(x.e))
 	fp, s := header.IndexProbe(h, id, n)
-	for range n {
+	for range min(n, header.IndexMaxProbe) {
 		switch atomic.LoadUint32(&x.e[s]) {
 		case fp:
 			return s, true
