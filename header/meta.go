@@ -138,6 +138,12 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 	if m.Filters, err = decodeDirectory(b, base, fileSize); err != nil {
 		return nil, err
 	}
+	for i := range m.Filters {
+		if m.Filters[i].Extra > 0 && m.Flags&FlagExtras == 0 {
+			// A 1.0 library would open the file and miscount its items.
+			return nil, corrupt(ErrCorrupt, base+offFlags, i, "flags", "filter %d has extra pages but the FlagExtras feature flag is not set", i)
+		}
+	}
 	return m, nil
 }
 

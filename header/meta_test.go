@@ -363,6 +363,16 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "unknown flag bit 1", mutate: func(b []byte) { put64(b, offFlags, 2) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		// A 1.0 library would open a file with extra pages and no flag.
+		{name: "extra pages without FlagExtras", mutate: func(b []byte) {
+			put64(b, offFlags, 0)
+			put64(b, ent(0, entCounters), 1024)
+			put32(b, ent(0, entExtraPages), 1)
+		}, sentinel: ErrCorrupt, off: offFlags, filter: 0, field: "flags"},
+		{name: "extra pages filling the filter", mutate: func(b []byte) {
+			put64(b, offFlags, FlagExtras)
+			put32(b, ent(0, entExtraPages), uint32(binary.LittleEndian.Uint64(b[ent(0, entLength):])/PageSize))
+		}, sentinel: ErrCorrupt, off: ent(0, entExtraPages), filter: 0, field: "extra pages"},
 		{name: "meta size", mutate: func(b []byte) { put32(b, offMetaSize, 2*MetaSize) }, sentinel: ErrCorrupt, off: offMetaSize, filter: -1, field: "meta size"},
 		{name: "max filters", mutate: func(b []byte) { put32(b, offMaxFilters, 2*MaxFilters) }, sentinel: ErrCorrupt, off: offMaxFilters, filter: -1, field: "max filters"},
 		{name: "slot count", mutate: func(b []byte) { put32(b, offNumSlots, 1) }, sentinel: ErrCorrupt, off: offNumSlots, filter: -1, field: "slot count"},
