@@ -1,6 +1,7 @@
 package recover
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -257,4 +258,19 @@ func mustReadFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestBackupKeepsLateAdds: a backup of a file with late Adds answers and
+// removes exactly like the original.
+func TestBackupKeepsLateAdds(t *testing.T) {
+	path, rows := lateFile(t)
+	dst := filepath.Join(t.TempDir(), "copy.dbl")
+	if _, err := Backup(context.Background(), path, dst, &BackupOptions{BootID: testBoot}); err != nil {
+		t.Fatal(err)
+	}
+	if r := verifyT(t, dst); r.State != Clean {
+		dumpReport(t, r)
+		t.Fatalf("backup: state %v, want clean", r.State)
+	}
+	removeAll(t, dst, rows)
 }
