@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/rand"
 	"os"
 	"runtime"
@@ -28,26 +29,30 @@ const (
 
 // modelTemplate is a flushed, closed store that trials start from.
 type modelTemplate struct {
-	img     []byte
-	prefill int // keys 1..prefill were added (ids = key numbers)
+	img   []byte
+	truth map[int]uint64 // the keys added (key number -> id)
 }
 
 var templateSpecs = []struct {
-	capacity uint64
-	layout   counting4.Layout
-	growth   float64
-	prefill  int
+	capacity  uint64
+	layout    counting4.Layout
+	growth    float64
+	prefill   int  // keys 1..prefill are added, ids = key numbers
+	fillSlack bool // then keys with ids in the sealed filters' ranges fill their slack
 }{
 	// Classic sizing is cheap: these grow during trials.
-	{50, counting4.Classic, 2, 45},
-	{80, counting4.Classic, 1, 70},
-	{60, counting4.Classic, 2, 300},
-	{200, counting4.Classic, 1.5, 150},
+	{50, counting4.Classic, 2, 45, false},
+	{80, counting4.Classic, 1, 70, false},
+	{60, counting4.Classic, 2, 300, false},
+	{200, counting4.Classic, 1.5, 150, false},
 	// Blocked512 sizing costs milliseconds: these rarely grow.
-	{100, counting4.Blocked512, 2, 10},
-	{200, counting4.Blocked512, 2, 120},
-	{60, counting4.Blocked512, 2, 200},
-	{150, counting4.Blocked512, 1, 100},
+	{100, counting4.Blocked512, 2, 10, false},
+	{200, counting4.Blocked512, 2, 120, false},
+	{60, counting4.Blocked512, 2, 200, false},
+	{150, counting4.Blocked512, 1, 100, false},
+	// Sealed filters with no room left: Adds going back in ids go late.
+	{60, counting4.Classic, 2, 300, true},
+	{60, counting4.Blocked512, 2, 200, true},
 }
 
 var (
@@ -68,9 +73,29 @@ func modelTemplates(t testing.TB) []modelTemplate {
 				templatesErr = err
 				return
 			}
+			truth := map[int]uint64{}
+			add := func(k int, id uint64) bool {
+				if templatesErr = f.Add(key(k), id); templatesErr != nil {
+					return false
+				}
+				truth[k] = id
+				return true
+			}
 			for i := 1; i <= sp.prefill; i++ {
-				if err := f.Add(key(i), uint64(i)); err != nil {
-					templatesErr = err
+				if !add(i, uint64(i)) {
+					return
+				}
+			}
+			for _, fs := range f.Stats().Filters {
+				for n := fs.Count; sp.fillSlack && fs.Sealed && n < header.ItemLimit(fs.Capacity); n++ {
+					if !add(len(truth)+1, fs.FirstID+n%(fs.LastID-fs.FirstID+1)) {
+						return
+					}
+				}
+			}
+			for _, fs := range f.Stats().Filters {
+				if fs.LateIndex || sp.fillSlack && fs.Sealed && fs.Count != header.ItemLimit(fs.Capacity) {
+					templatesErr = fmt.Errorf("template %+v: filter %+v", sp, fs)
 					return
 				}
 			}
@@ -79,7 +104,7 @@ func modelTemplates(t testing.TB) []modelTemplate {
 				return
 			}
 			f.Close()
-			templates = append(templates, modelTemplate{img: bytes.Clone(r.memB[:r.size]), prefill: sp.prefill})
+			templates = append(templates, modelTemplate{img: bytes.Clone(r.memB[:r.size]), truth: truth})
 		}
 	})
 	if templatesErr != nil {
@@ -155,6 +180,7 @@ type crashStats struct {
 	byState                         [Corrupt + 1]atomic.Int64
 	repaired, rebuilt, rebuildCalls atomic.Int64
 	falseNeg, lostAfterRecovery     atomic.Int64
+	backAdds, lateAdds              atomic.Int64 // Adds with ids going back; those that went late
 }
 
 func (s *crashStats) String() string {
@@ -162,8 +188,8 @@ func (s *crashStats) String() string {
 	for i := range s.byState {
 		st += fmt.Sprintf(" %s=%d", State(i), s.byState[i].Load())
 	}
-	return fmt.Sprintf("trials=%d (os crash %d, process crash %d) clean-claims=%d wrong-clean-claims=%d trials-losing-keys-after-recovery=%d (false negatives %d) repaired-to-clean=%d rebuilt=%d source-calls=%d; first verdicts:%s",
-		s.trials.Load(), s.osCrashes.Load(), s.procCrashes.Load(), s.cleanClaims.Load(), s.undetected.Load(), s.lostAfterRecovery.Load(), s.falseNeg.Load(),
+	return fmt.Sprintf("trials=%d (os crash %d, process crash %d) adds-going-back=%d late-adds=%d clean-claims=%d wrong-clean-claims=%d trials-losing-keys-after-recovery=%d (false negatives %d) repaired-to-clean=%d rebuilt=%d source-calls=%d; first verdicts:%s",
+		s.trials.Load(), s.osCrashes.Load(), s.procCrashes.Load(), s.backAdds.Load(), s.lateAdds.Load(), s.cleanClaims.Load(), s.undetected.Load(), s.lostAfterRecovery.Load(), s.falseNeg.Load(),
 		s.repaired.Load(), s.rebuilt.Load(), s.rebuildCalls.Load(), st)
 }
 
@@ -175,30 +201,39 @@ func heapOf(img []byte) *mmapfile.Heap {
 	return h
 }
 
-// falseNegatives opens img and counts the keys of truth it does not contain.
-func falseNegatives(img []byte, boot string, truth map[int]bool) (int, error) {
+// falseNegatives opens img and counts the keys of truth (key numbers) it
+// does not contain.
+func falseNegatives[V any](img []byte, boot string, truth map[int]V) (int, error) {
 	f, err := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true, AllowUnclean: true})
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
 	n := 0
-	for id := range truth {
-		if !f.Contains(key(id)) {
+	for k := range truth {
+		if !f.Contains(key(k)) {
 			n++
 		}
 	}
 	return n, nil
 }
 
-func truthSource(truth map[int]bool, calls *[][2]uint64) Source {
+// truthSource is the Source of truth: the keys whose ids lie in the range
+// asked for, with their ids. A truth maps each key number to the id it was
+// added with (the crash model's, where late Adds go back in ids), or is a
+// set of key numbers added with their own numbers as ids.
+func truthSource[V uint64 | bool](truth map[int]V, calls *[][2]uint64) Source {
 	return func(lo, hi uint64, add func([]byte, uint64) error) error {
 		if calls != nil {
 			*calls = append(*calls, [2]uint64{lo, hi})
 		}
-		for id := range truth {
-			if uint64(id) >= lo && uint64(id) <= hi {
-				if err := add(key(id), uint64(id)); err != nil {
+		for k, v := range truth {
+			id := uint64(k)
+			if x, ok := any(v).(uint64); ok {
+				id = x
+			}
+			if id >= lo && id <= hi {
+				if err := add(key(k), id); err != nil {
 					return err
 				}
 			}
@@ -282,10 +317,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 		defer func() { r.trace = nil }()
 	}
 	r.wbProb = []float64{0, 0.05, 0.2, 0.5}[rng.Intn(4)]
-	truth := map[int]bool{}
-	for i := 1; i <= tpl.prefill; i++ {
-		truth[i] = true
-	}
+	truth := maps.Clone(tpl.truth) // key number -> the id it was added with
 	snap, err := takeSnapshot(tpl.img)
 	if err != nil {
 		return err.Error()
@@ -297,7 +329,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	r.noEarlyMark = negative
 	nops := 1 + rng.Intn(40)
 	r.crashAt = 1 + rng.Intn(3*nops+5)
-	next := tpl.prefill + 1
+	next := len(truth) + 1     // the next fresh key number (and increasing id)
 	var inFlush *flushSnapshot // content synced by a Flush the crash cut short
 	for i := 0; i < nops && !r.crashed; i++ {
 		r.event()
@@ -308,22 +340,38 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 		r.tracef("op %d: x=%.2f", i, x)
 		switch {
 		case x < 0.6:
-			id := next
+			// A fresh key; its id is the key number (ids increasing), or,
+			// for 1 Add in 5, an id going back, at or below every id used
+			// so far: once filters have grown, such an Add whose filter's
+			// slack is full goes late (docs/FORMAT.md, "Late-add index").
+			k, id := next, uint64(next)
 			next++
-			err := f.Add(key(id), uint64(id))
+			back := x < 0.12
+			var before int
+			if back {
+				id = 1 + uint64(rng.Intn(k-1))
+				before = lateEntries(r.memB[:r.size])
+			}
+			err := f.Add(key(k), id)
 			if r.crashed {
 				break // not in the truth: its Add did not return
 			}
 			if err != nil {
-				return fmt.Sprintf("add %d: %v", id, err)
+				return fmt.Sprintf("add %d (id %d): %v", k, id, err)
 			}
-			truth[id] = true
+			truth[k] = id
+			if back {
+				st.backAdds.Add(1)
+				if lateEntries(r.memB[:r.size]) > before {
+					st.lateAdds.Add(1)
+				}
+			}
 		case x < 0.8:
 			if len(truth) == 0 {
 				break
 			}
-			id := anyKey(rng, truth)
-			err := f.Remove(key(id), uint64(id))
+			k := anyKey(rng, truth)
+			err := f.Remove(key(k), truth[k])
 			if r.crashed {
 				break // the key stays in the truth: its Remove did not return
 			}
@@ -331,9 +379,9 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 				break // refused, nothing changed: the key stays
 			}
 			if err != nil {
-				return fmt.Sprintf("remove %d: %v", id, err)
+				return fmt.Sprintf("remove %d (id %d): %v", k, truth[k], err)
 			}
-			delete(truth, id)
+			delete(truth, k)
 		case x < 0.95:
 			var synced *flushSnapshot
 			r.onFullSync = func() { synced, _ = takeSnapshot(r.memB[:r.size]) }
@@ -464,7 +512,29 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	return ""
 }
 
-func anyKey(rng *rand.Rand, m map[int]bool) int {
+// lateEntries counts the fingerprints in the late-add indexes of the store
+// in b (memory between operations): a late Add adds one.
+func lateEntries(b []byte) int {
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for i, d := range m.Filters {
+		if le.Uint64(b[header.FilterLineOffset(i)+header.FilterIndexOffset:]) != header.IndexAllocated {
+			continue
+		}
+		ix := b[d.IndexOffset() : d.IndexOffset()+d.IndexBytes()]
+		for j := 0; j < len(ix); j += header.IndexEntrySize {
+			if le.Uint32(ix[j:]) > header.IndexCleared {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func anyKey(rng *rand.Rand, m map[int]uint64) int {
 	n := rng.Intn(len(m))
 	for k := range m {
 		if n == 0 {
@@ -546,6 +616,9 @@ func TestCrashModel(t *testing.T) {
 	t.Logf("crash model: %v in %v", st, time.Since(start).Round(time.Millisecond))
 	if n > 1 && st.cleanClaims.Load() == 0 { // (not when replaying one seed)
 		t.Error("no trial ended clean: the oracle for clean files was never exercised")
+	}
+	if n > 1 && st.lateAdds.Load() == 0 {
+		t.Error("no Add went late: the model never exercised the late-add index")
 	}
 }
 
