@@ -1,6 +1,10 @@
 package counting4
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/header"
+)
 
 // The tests of a blocked layout's positions for ContainsProbes (a batch).
 // ContainsProbe (one key) uses containsBlock instead, which stops at the
@@ -24,7 +28,7 @@ func containsBlock1024(blk *[16]uint64, s uint64, k int) bool {
 		if zero1024x8(blk, s) != 0 {
 			return false
 		}
-		s = fmix64(s ^ golden)
+		s = header.Fmix64(s ^ golden)
 	}
 	if k == 8 {
 		return zero1024x8(blk, s) == 0
@@ -56,7 +60,7 @@ func containsBlock512(blk *[8]uint64, s uint64, k int) bool {
 		if zero512x9(blk, s) != 0 {
 			return false
 		}
-		s = fmix64(s ^ golden)
+		s = header.Fmix64(s ^ golden)
 	}
 	if k == 9 {
 		return zero512x9(blk, s) == 0

@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 // Filter is a counting Bloom filter over words it does not own. All methods
@@ -329,7 +331,7 @@ func containsBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uin
 	if unsafe.Sizeof(*blk) == BlockCounters512/2 {
 		w, per = 7, 9
 	}
-	for j := 0; ; s = fmix64(s ^ golden) {
+	for j := 0; ; s = header.Fmix64(s ^ golden) {
 		x := s
 		for end := min(j+per, k); j < end; j++ {
 			c := x & (1<<w - 1)

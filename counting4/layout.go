@@ -46,16 +46,6 @@ func (l Layout) String() string {
 // ErrSize means no filter of the requested size can be built.
 var ErrSize = errors.New("counting4: filter size out of range")
 
-// fmix64 is MurmurHash3's 64-bit finalizer: a bijective avalanche mix.
-func fmix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 const golden = 0x9E3779B97F4A7C15
 
 // Salt returns the per-filter salt added to the key hash, so that the filters
@@ -73,15 +63,15 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 		w, per := l.chunks()
 		blockedPositions(h, counters, k, pos, w, per)
 	case Classic:
-		h1 := fmix64(h)
-		h2 := fmix64(h1^golden) | 1
+		h1 := header.Fmix64(h)
+		h2 := header.Fmix64(h1^golden) | 1
 		for j := 0; j < k; j++ {
 			x := h1 + uint64(j)*h2
 			if j > 0 {
 				// fastrange of the bare sequence collapses onto a few
 				// counters when h2·counters/2^64 is near an integer: mix
 				// every further step.
-				x = fmix64(x)
+				x = header.Fmix64(x)
 			}
 			pos[j], _ = bits.Mul64(x, counters)
 		}
@@ -96,12 +86,12 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 
 // blockedPositions places k positions in one block of 2^w counters (w is 7
 // for Blocked512, 8 for Blocked1024): the block is fastrange(g, blocks) with
-// g = fmix64(h); the positions are w-bit chunks of s = fmix64(g ^ golden),
-// re-mixed (s = fmix64(s ^ golden)) every per positions. ContainsProbe walks
+// g = header.Fmix64(h); the positions are w-bit chunks of s = header.Fmix64(g ^ golden),
+// re-mixed (s = header.Fmix64(s ^ golden)) every per positions. ContainsProbe walks
 // the same positions (containsBlock).
 func blockedPositions(h, counters uint64, k int, pos []uint64, w uint, per int) {
 	base, s := blockStart(h, counters, w)
-	for j := 0; ; s = fmix64(s ^ golden) { // re-mix the state, not the spent x
+	for j := 0; ; s = header.Fmix64(s ^ golden) { // re-mix the state, not the spent x
 		x := s
 		for end := min(j+per, k); j < end; j++ {
 			pos[j] = base + x&(1<<w-1)
@@ -116,9 +106,9 @@ func blockedPositions(h, counters uint64, k int, pos []uint64, w uint, per int) 
 // blockStart returns the first counter of h's block of 2^w counters and the
 // position state s (see blockedPositions).
 func blockStart(h, counters uint64, w uint) (base, s uint64) {
-	g := fmix64(h)
+	g := header.Fmix64(h)
 	base, _ = bits.Mul64(g, counters>>w)
-	return base << w, fmix64(g ^ golden)
+	return base << w, header.Fmix64(g ^ golden)
 }
 
 // chunks returns a blocked layout's position width w (a block holds 2^w

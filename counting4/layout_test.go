@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -50,8 +52,8 @@ func fmix64Inverse(y uint64) uint64 {
 func TestFmix64Inverse(t *testing.T) {
 	s := splitmix64(1)
 	for _, y := range []uint64{0, 1, math.MaxUint64, 1 << 63, s.next(), s.next()} {
-		if got := fmix64(fmix64Inverse(y)); got != y {
-			t.Fatalf("fmix64(fmix64Inverse(%#x)) = %#x", y, got)
+		if got := header.Fmix64(fmix64Inverse(y)); got != y {
+			t.Fatalf("header.Fmix64(fmix64Inverse(%#x)) = %#x", y, got)
 		}
 	}
 }
@@ -293,7 +295,7 @@ func TestPositions64Bit(t *testing.T) {
 
 // TestBlockedPositionsBeyondNineDependOnKey: positions 9, 10, ... of a
 // Blocked512 key must depend on the key like the first nine do. A re-mix of
-// the spent x (shifted right 63 bits, so fmix64(0) = 0 or fmix64(1)) instead
+// the spent x (shifted right 63 bits, so header.Fmix64(0) = 0 or header.Fmix64(1)) instead
 // of the state would give every key with k ≥ 10 the same in-block offsets
 // from position 9 on (two patterns in all): counters shared by all keys of a
 // block, which filter nothing.

@@ -51,17 +51,18 @@ func IndexBytes(capacity uint64) int64 {
 // an index of n entries where its probe sequence starts (then slot+1, …,
 // wrapping at n).
 func IndexProbe(h, id, n uint64) (fp uint32, slot uint64) {
-	x := indexMix(h ^ indexMix(id+0x9E3779B97F4A7C15))
+	x := Fmix64(h ^ Fmix64(id+0x9E3779B97F4A7C15))
 	slot, _ = bits.Mul64(x, n)
-	fp = uint32(indexMix(x) >> 32)
+	fp = uint32(Fmix64(x) >> 32)
 	if fp <= IndexCleared {
 		fp += 2
 	}
 	return fp, slot
 }
 
-// indexMix is MurmurHash3's 64-bit finalizer.
-func indexMix(x uint64) uint64 {
+// Fmix64 is MurmurHash3's 64-bit finalizer, a bijective avalanche mix: it
+// derives counter positions (counting4) and late-add index probes.
+func Fmix64(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
