@@ -146,14 +146,11 @@ func (f *Filter) refresh() error {
 // append false, grow only finishes a growth that is already in the
 // directory (see publish).
 func (f *Filter) grow(seen int, appendOne bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.file != nil {
-		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
-			return fmt.Errorf("growth lock: %w", err)
-		}
-		defer f.file.Unlock(header.GrowthLockOffset)
+	unlock, err := f.lockGrowth()
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	// Under the growth lock nobody else writes the directory.
 	m, err := f.readMeta()
 	if err != nil {
@@ -238,6 +235,25 @@ func (f *Filter) publish(m *header.Meta) error {
 		atomic.StoreUint64(f.published, uint64(n))
 	}
 	return nil
+}
+
+// lockGrowth takes the handle's mutex and the file's growth lock (held by
+// whoever changes the directory or a filter's allocation), and returns the
+// function that releases both.
+func (f *Filter) lockGrowth() (unlock func(), err error) {
+	f.mu.Lock()
+	if f.file != nil {
+		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
+			f.mu.Unlock()
+			return nil, fmt.Errorf("growth lock: %w", err)
+		}
+	}
+	return func() {
+		if f.file != nil {
+			f.file.Unlock(header.GrowthLockOffset)
+		}
+		f.mu.Unlock()
+	}, nil
 }
 
 // growFilter grows r to the end of filter d, leaving d's late-add index

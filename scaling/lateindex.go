@@ -47,14 +47,11 @@ func (f *Filter) allocIndex(m *member) error {
 	if m.ix.allocated() {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.file != nil {
-		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
-			return fmt.Errorf("growth lock: %w", err)
-		}
-		defer f.file.Unlock(header.GrowthLockOffset)
+	unlock, err := f.lockGrowth()
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	if m.ix.allocated() {
 		return nil
 	}
