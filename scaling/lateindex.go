@@ -92,35 +92,39 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 	return false
 }
 
-// find returns the slot of an entry holding the fingerprint of (h, id).
-func (x *lateIndex) find(h, id uint64) (slot uint64, ok bool) {
+// lateEntry is an index entry and the fingerprint it holds.
+type lateEntry struct {
+	slot uint64
+	fp   uint32
+}
+
+// find returns an entry holding the fingerprint of (h, id).
+func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 	n := uint64(len(x.e))
 	fp, s := header.IndexProbe(h, id, n)
 	for range min(n, header.IndexMaxProbe) {
 		switch atomic.LoadUint32(&x.e[s]) {
 		case fp:
-			return s, true
+			return lateEntry{s, fp}, true
 		case header.IndexEmpty:
-			return 0, false
+			return lateEntry{}, false
 		}
 		if s++; s == n {
 			s = 0
 		}
 	}
-	return 0, false
+	return lateEntry{}, false
 }
 
-// clear clears the entry at slot if it still holds the fingerprint of
-// (h, id), or else another entry that does (a concurrent Remove of the same
-// pair cleared that one first), and marks the record's entry done.
-func (x *lateIndex) clear(h, id, slot uint64, r *record) {
-	fp, _ := header.IndexProbe(h, id, uint64(len(x.e)))
-	if !atomic.CompareAndSwapUint32(&x.e[slot], fp, header.IndexCleared) {
-		s, ok := x.find(h, id)
-		if !ok || !atomic.CompareAndSwapUint32(&x.e[s], fp, header.IndexCleared) {
+// clear clears entry e if it still holds its fingerprint, or else another
+// entry of (h, id) (a concurrent Remove of the same pair cleared e first),
+// and marks the record's entry done.
+func (x *lateIndex) clear(h, id uint64, e lateEntry, r *record) {
+	if !atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
+		var ok bool
+		if e, ok = x.find(h, id); !ok || !atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
 			return
 		}
-		slot = s
 	}
-	atomic.StoreUint64(r.ixSlot, (slot+1)|header.IndexDone)
+	atomic.StoreUint64(r.ixSlot, (e.slot+1)|header.IndexDone)
 }

@@ -219,7 +219,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	// key may be a false positive of all but one, and decrementing the
 	// wrong one would take counts from other keys: refuse rather than guess.
 	var pos [counting4.MaxK]uint64
-	target, slot, late := findLate(c, h, id)
+	target, entry, late := findLate(c, h, id)
 	for i := len(c.f) - 1; i >= 0 && !late; i-- {
 		m := c.f[i]
 		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
@@ -246,9 +246,8 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	if late {
 		// The entry is cleared after the counters: Repair clears it for a
 		// Remove it completes.
-		fp, _ := header.IndexProbe(kh, id, uint64(len(m.ix.e)))
-		atomic.StoreUint64(r.ixFP, uint64(fp))
-		atomic.StoreUint64(r.ixSlot, slot+1)
+		atomic.StoreUint64(r.ixFP, uint64(entry.fp))
+		atomic.StoreUint64(r.ixSlot, entry.slot+1)
 	}
 	if err := f.ensureDirty(m.mark); err != nil {
 		r.finish(false)
@@ -259,7 +258,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		return ErrNotPresent
 	}
 	if late {
-		m.ix.clear(kh, id, slot, r)
+		m.ix.clear(kh, id, entry, r)
 	}
 	m.uncount(atomic.LoadUint64(r.changed) != 0)
 	r.finish(true)
@@ -268,7 +267,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 
 // findLate returns the filter whose late-add index holds (key, id) and
 // whose counters hold the key, newest first, and the index entry.
-func findLate(c *chain, h hashes, id uint64) (*member, uint64, bool) {
+func findLate(c *chain, h hashes, id uint64) (*member, lateEntry, bool) {
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
 		if !m.ix.allocated() {
@@ -278,11 +277,11 @@ func findLate(c *chain, h hashes, id uint64) (*member, uint64, bool) {
 		if !m.cf.ContainsProbe(m.cf.Prepare(kh)) {
 			continue
 		}
-		if s, ok := m.ix.find(kh, id); ok {
-			return m, s, true
+		if e, ok := m.ix.find(kh, id); ok {
+			return m, e, true
 		}
 	}
-	return nil, 0, false
+	return nil, lateEntry{}, false
 }
 
 // writableChain returns the chain for a modification: ErrReadOnly on a
