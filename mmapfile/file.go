@@ -414,14 +414,17 @@ func (mf *File) Refresh() (int64, error) {
 
 // Grow extends the file to size bytes with fallocate, so the blocks exist on
 // disk: a full disk is an error here, never a SIGBUS later.
-func (mf *File) Grow(size int64) error {
+func (mf *File) Grow(size int64) error { return mf.GrowSparse(size, size) }
+
+// GrowSparse extends the file to size bytes, allocating blocks (as Grow)
+// only up to allocated: the rest is a hole, which reads as zeros and must
+// not be written through the mapping until Allocate has allocated it (a
+// store into a hole on a full disk is a SIGBUS).
+func (mf *File) GrowSparse(size, allocated int64) error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
-	switch {
-	case mf.closed:
-		return ErrClosed
-	case mf.readOnly:
-		return ErrReadOnly
+	if err := mf.writable(); err != nil {
+		return err
 	}
 	if size > int64(len(mf.m)) {
 		if err := mf.extend(size); err != nil {
@@ -437,37 +440,16 @@ func (mf *File) Grow(size int64) error {
 		mf.size = cur
 		return nil
 	}
-	if err := mf.allocate(cur, size-cur); err != nil {
-		return err
-	}
-	mf.size = size
-	return nil
-}
-
-// GrowSparse extends the file to size bytes, allocating blocks (as Grow)
-// only up to allocated: the rest is a hole, which reads as zeros and must
-// not be written through the mapping until Allocate has allocated it (a
-// store into a hole on a full disk is a SIGBUS).
-func (mf *File) GrowSparse(size, allocated int64) error {
-	if err := mf.Grow(min(allocated, size)); err != nil {
-		return err
-	}
-	mf.mu.Lock()
-	defer mf.mu.Unlock()
-	if mf.closed {
-		return ErrClosed
-	}
-	if size <= mf.size {
-		return nil
-	}
-	if size > int64(len(mf.m)) {
-		// Grow mapped the reservation only as far as allocated.
-		if err := mf.extend(size); err != nil {
+	if a := min(allocated, size); a > cur {
+		if err := mf.allocate(cur, a-cur); err != nil {
 			return err
 		}
+		cur = a
 	}
-	if err := mf.f.Truncate(size); err != nil {
-		return fmt.Errorf("extending %s to %d bytes: %w", mf.path, size, err)
+	if size > cur {
+		if err := mf.f.Truncate(size); err != nil {
+			return fmt.Errorf("extending %s to %d bytes: %w", mf.path, size, err)
+		}
 	}
 	mf.size = size
 	return nil
@@ -478,16 +460,25 @@ func (mf *File) GrowSparse(size, allocated int64) error {
 func (mf *File) Allocate(off, n int64) error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
+	if err := mf.writable(); err != nil {
+		return err
+	}
+	if err := checkRange(off, n, mf.size); err != nil {
+		return err
+	}
+	return mf.allocate(off, n)
+}
+
+// writable refuses a change to a closed or read-only file; called with mu
+// held.
+func (mf *File) writable() error {
 	switch {
 	case mf.closed:
 		return ErrClosed
 	case mf.readOnly:
 		return ErrReadOnly
 	}
-	if err := checkRange(off, n, mf.size); err != nil {
-		return err
-	}
-	return mf.allocate(off, n)
+	return nil
 }
 
 func (mf *File) allocate(off, n int64) error {
