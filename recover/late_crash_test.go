@@ -10,23 +10,18 @@ import (
 	"github.com/dablooms/dablooms/scaling"
 )
 
-// reviewFile builds filter 0 with ids 0..99, filter 1 with ids 100..199
-// (its slack filled), filter 2 (the newest) with ids 200..209, then a late
-// Add "LATE" with id 190 into filter 2's index. With flushBeforeLate, snap
-// holds the file as the flush before the late Add left it.
-var snap []byte
-
-func reviewFile(t *testing.T, flushBeforeLate bool) (string, []lateRow) {
-	return reviewFileID(t, flushBeforeLate, 190, true)
-}
-
-func reviewFileID(t *testing.T, flushBeforeLate bool, lateID uint64, wantIndex bool) (string, []lateRow) {
-	path := filepath.Join(t.TempDir(), "r.dbl")
+// lateChainFile builds a chain of keys with ids 0..209 (filter 0: 0..99, filter
+// 1: 100..199 with its slack filled, filter 2, the newest: 200..209), then
+// a late Add "LATE" with id 190 into filter 2's index. It returns the file
+// as it is closed (flushed after the late Add if flushLate) and as the last
+// flush before the late Add left it.
+func lateChainFile(t *testing.T, flushLate bool) (path string, rows []lateRow, beforeLate []byte) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "r.dbl")
 	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.01, GrowthFactor: 1, Seed: 7, BootID: testBoot})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []lateRow
 	add := func(k string, id uint64) {
 		if err := f.AddString(k, id); err != nil {
 			t.Fatal(err)
@@ -39,30 +34,29 @@ func reviewFileID(t *testing.T, flushBeforeLate bool, lateID uint64, wantIndex b
 	for i := range 40 { // fill filter 1's slack
 		add(fmt.Sprintf("s%d", i), 150+uint64(i%50))
 	}
-	if flushBeforeLate {
-		if err := f.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		snap, _ = os.ReadFile(path)
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	add("LATE", lateID)
-	st := f.Stats()
-	for _, fs := range st.Filters {
-		t.Logf("filter %d [%d,%d] count %d late %v", fs.Index, fs.FirstID, fs.LastID, fs.Count, fs.LateIndex)
+	beforeLate, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if wantIndex && !st.Filters[len(st.Filters)-1].LateIndex {
-		t.Fatal("no late add")
+	add("LATE", 190)
+	if !f.Stats().Filters[2].LateIndex {
+		t.Fatal("no late Add")
 	}
-	if !flushBeforeLate {
+	if flushLate {
 		if err := f.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f.Close()
-	return path, rows
+	return path, rows, beforeLate
 }
 
+// checkPresent opens path and fails for every row it does not contain.
 func checkPresent(t *testing.T, path string, rows []lateRow) {
+	t.Helper()
 	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +75,7 @@ func checkPresent(t *testing.T, path string, rows []lateRow) {
 // below the removed ids' top). Found by review: Rebuild shrank the range and
 // asked the source for late Adds only up to the shrunk frontier.
 func TestRebuildAfterRangeShrink(t *testing.T) {
-	path, rows := reviewFile(t, false)
+	path, rows, _ := lateChainFile(t, true)
 	// Remove every row of filter 1 with id >= 150 (not LATE) from the store and the source.
 	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
 	if err != nil {
@@ -117,7 +111,7 @@ func TestRebuildAfterRangeShrink(t *testing.T) {
 // page of the index that held it (the file is dirty on another boot): the
 // Rebuild of that filter still re-adds the key, which no other filter holds.
 func TestRebuildAfterLostIndexPage(t *testing.T) {
-	path, rows := reviewFile(t, true)
+	path, rows, snap := lateChainFile(t, false)
 	// The Close above did not flush after LATE; the file is dirty. Simulate a lost index page.
 	b, _ := os.ReadFile(path)
 	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))

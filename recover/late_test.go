@@ -10,6 +10,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -33,7 +34,7 @@ func lateFile(t *testing.T) (string, []lateRow) {
 	var rows []lateRow
 	next := make([]int, writers)
 	add := func(w int) {
-		r := lateRow{fmt.Sprintf("w%d-%d", w, next[w]), uint64(next[w]*writers + w)}
+		r := lateRow{string(childproc.WriterKey(w, next[w])), childproc.WriterID("interleaved", w, next[w], writers)}
 		if err := f.AddString(r.key, r.id); err != nil {
 			t.Fatal(err)
 		}
@@ -87,16 +88,15 @@ func rowsSource(rows []lateRow) Source {
 // id and checks that every Remove succeeds and leaves nothing behind.
 func removeAll(t *testing.T, path string, rows []lateRow) {
 	t.Helper()
+	checkPresent(t, path, rows)
+	if t.Failed() {
+		t.FailNow()
+	}
 	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, r := range rows {
-		if !f.ContainsString(r.key) {
-			t.Fatalf("false negative: %s (id %d)", r.key, r.id)
-		}
-	}
 	failed := map[string]int{}
 	for _, r := range rows {
 		if err := f.RemoveString(r.key, r.id); err != nil {

@@ -58,15 +58,6 @@ var wkWorkloads = []wkWorkload{
 	{name: "interleaved-skew", ids: "interleaved", skew: wkCapacity},
 }
 
-func wkKey(p, i int) []byte { return []byte(fmt.Sprintf("p%d-%d", p, i)) }
-
-func wkID(ids string, p, i, nprocs int) uint64 {
-	if ids == "blocks" {
-		return uint64(p)*1_000_000_000 + uint64(i)
-	}
-	return uint64(i*nprocs + p)
-}
-
 func wkWord(p, k int) int { return wkBase + wkStride*p + k }
 
 // TestWritersKillChild is a writer process of TestWritersKillRepairRemove.
@@ -82,28 +73,6 @@ func TestWritersKillChild(t *testing.T) {
 	}
 }
 
-// wkKeepUp waits until every other writer has returned from at least n-lag
-// Adds, unless the victim is dead (its count no longer moves); lag 0 waits
-// for nothing.
-func wkKeepUp(ctl *childproc.Shm, nprocs, n, lag int) error {
-	if lag <= 0 {
-		return nil
-	}
-	deadline := time.Now().Add(time.Minute)
-	for q := 0; q < nprocs; q++ {
-		for int(ctl.Load(wkWord(q, wkReturned)))+lag < n && ctl.Load(wkKilled) == 0 {
-			if ctl.Load(childproc.CtlAbort) != 0 {
-				return errors.New("aborted by the parent (another child failed)")
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("writer %d did not keep up: %d adds, this writer at %d", q, ctl.Load(wkWord(q, wkReturned)), n)
-			}
-			time.Sleep(20 * time.Microsecond)
-		}
-	}
-	return nil
-}
-
 func wkWriter() error {
 	ctl, err := childproc.MapShm(wkWriters.Env("CTL"), childproc.CtlWords, false)
 	if err != nil {
@@ -115,37 +84,24 @@ func wkWriter() error {
 	if err != nil {
 		return err
 	}
+	// Keep within lag Adds of the others, unless the victim is dead (its
+	// count no longer moves).
+	returned := func(q int) int { return wkWord(q, wkReturned) }
+	victimDead := func() bool { return ctl.Load(wkKilled) != 0 }
 	add := func(i int) error {
-		if err := wkKeepUp(ctl, nprocs, i, lag); err != nil {
+		if err := childproc.KeepUp(ctl, returned, nprocs, i, lag, victimDead); err != nil {
 			return err
 		}
 		ctl.Store(wkWord(p, wkStarted), uint64(i+1))
-		if err := f.Add(wkKey(p, i), wkID(ids, p, i, nprocs)); err != nil {
+		if err := f.Add(childproc.WriterKey(p, i), childproc.WriterID(ids, p, i, nprocs)); err != nil {
 			return fmt.Errorf("add %d: %w", i, err)
 		}
 		ctl.Store(wkWord(p, wkReturned), uint64(i+1))
 		return nil
 	}
-	// Barrier 0: every writer has opened the file; writer 0 adds its head
-	// start; barrier 1: go.
-	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
+	// Writer 0 adds its head start first.
+	if err := childproc.SkewedStart(ctl, p, nprocs, skew, keys, add); err != nil {
 		return err
-	}
-	next := 0
-	if p == 0 {
-		for ; next < skew; next++ {
-			if err := add(next); err != nil {
-				return err
-			}
-		}
-	}
-	if err := childproc.Barrier(ctl, 1, nprocs); err != nil {
-		return err
-	}
-	for ; next < keys; next++ {
-		if err := add(next); err != nil {
-			return err
-		}
 	}
 	if wkWriters.Env("VICTIM") == "1" {
 		time.Sleep(time.Hour) // finished before the kill: wait for it
@@ -288,7 +244,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 	for i := wkKeys - 1; i >= 0; i-- {
 		for p := wkProcs - 1; p >= 0; p-- {
 			if p != victim || i < r.victimAdds {
-				known = append(known, entry{wkKey(p, i), wkID(w.ids, p, i, wkProcs)})
+				known = append(known, entry{childproc.WriterKey(p, i), childproc.WriterID(w.ids, p, i, wkProcs)})
 			}
 		}
 	}

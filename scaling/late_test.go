@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
 )
 
 // Late Adds (route, lateindex.go): several writers, each with its own
@@ -21,22 +22,20 @@ import (
 // writerStream is writer w's i-th key and id in a workload.
 type writerStream func(w, i int) (key string, id uint64)
 
+// The streams of the multi-process tests (childproc.WriterKey, WriterID),
+// and ids going backwards at random.
 func interleavedIDs(writers int) writerStream {
 	return func(w, i int) (string, uint64) {
-		return fmt.Sprintf("w%d-%d", w, i), uint64(i*writers + w)
+		return string(childproc.WriterKey(w, i)), childproc.WriterID("interleaved", w, i, writers)
 	}
 }
 
-func randomIDs(w, i int) (string, uint64) {
-	x := uint64(i+1) * 0x9E3779B97F4A7C15
-	x ^= x >> 29
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 32
-	return fmt.Sprintf("w%d-%d", w, i), x % 1_000_000
+func disjointBlocks(w, i int) (string, uint64) {
+	return string(childproc.WriterKey(w, i)), childproc.WriterID("blocks", w, i, 0)
 }
 
-func disjointBlocks(w, i int) (string, uint64) {
-	return fmt.Sprintf("w%d-%d", w, i), uint64(w)*1_000_000_000 + uint64(i)
+func randomIDs(w, i int) (string, uint64) {
+	return string(childproc.WriterKey(w, i)), header.Fmix64(uint64(i)+1) % 1_000_000
 }
 
 // lateWorkload runs writers streams of n keys each on f: writer 0 first adds

@@ -68,15 +68,6 @@ func writersOptions() *Options {
 	return &Options{Capacity: writersCapacity, GrowthFactor: 2, ErrorRate: 0.01}
 }
 
-func writerKey(p, i int) []byte { return []byte(fmt.Sprintf("p%d-%d", p, i)) }
-
-func writerID(ids string, p, i, nprocs int) uint64 {
-	if ids == "blocks" {
-		return uint64(p)*1_000_000_000 + uint64(i)
-	}
-	return uint64(i*nprocs + p)
-}
-
 // Shared words of the "writers" children (after the barrier words of
 // childproc): per process p, wrStride words from wrBase+wrStride·p.
 const (
@@ -94,27 +85,6 @@ const (
 	wrRemoves    = 9 // removes that returned, successful or not
 )
 
-// keepUp waits until no writer's count at word k is more than lag behind n,
-// the count of this writer's next operation; lag 0 waits for nothing.
-func keepUp(ctl *childproc.Shm, k, nprocs, n, lag int) error {
-	if lag <= 0 {
-		return nil
-	}
-	deadline := time.Now().Add(time.Minute)
-	for q := 0; q < nprocs; q++ {
-		for int(ctl.Load(wrBase+wrStride*q+k))+lag < n {
-			if ctl.Load(childproc.CtlAbort) != 0 {
-				return errors.New("aborted by the parent (another child failed)")
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("writer %d did not keep up: %d at word %d, this writer at %d", q, ctl.Load(wrBase+wrStride*q+k), k, n)
-			}
-			time.Sleep(20 * time.Microsecond)
-		}
-	}
-	return nil
-}
-
 // childWriters is one writer of runWriters.
 func childWriters() error {
 	if children.Env("LEGACY") == "1" {
@@ -129,35 +99,18 @@ func childWriters() error {
 	ids := children.Env("IDS")
 	w := func(k int) int { return wrBase + wrStride*p + k }
 	add := func(i int) error {
-		if err := keepUp(ctl, wrAdded, nprocs, i, lag); err != nil {
+		if err := childproc.KeepUp(ctl, func(q int) int { return wrBase + wrStride*q + wrAdded }, nprocs, i, lag, nil); err != nil {
 			return err
 		}
-		if err := f.Add(writerKey(p, i), writerID(ids, p, i, nprocs)); err != nil {
+		if err := f.Add(childproc.WriterKey(p, i), childproc.WriterID(ids, p, i, nprocs)); err != nil {
 			return fmt.Errorf("add %d: %w", i, err)
 		}
 		ctl.Store(w(wrAdded), uint64(i+1))
 		return nil
 	}
-	// Barrier 0: every writer has opened the file. Process 0 then adds its
-	// head start, and barrier 1 lets everyone go.
-	if err := childproc.Barrier(ctl, 0, nprocs); err != nil {
+	// Process 0 adds its head start first.
+	if err := childproc.SkewedStart(ctl, p, nprocs, skew, keys, add); err != nil {
 		return err
-	}
-	next := 0
-	if p == 0 {
-		for ; next < skew; next++ {
-			if err := add(next); err != nil {
-				return err
-			}
-		}
-	}
-	if err := childproc.Barrier(ctl, 1, nprocs); err != nil {
-		return err
-	}
-	for ; next < keys; next++ {
-		if err := add(next); err != nil {
-			return err
-		}
 	}
 	if err := childproc.Barrier(ctl, 2, nprocs); err != nil {
 		return err
@@ -166,7 +119,7 @@ func childWriters() error {
 	missing := 0
 	for q := 0; q < nprocs; q++ {
 		for i := 0; i < keys; i++ {
-			if !f.Contains(writerKey(q, i)) {
+			if !f.Contains(childproc.WriterKey(q, i)) {
 				missing++
 			}
 		}
@@ -182,10 +135,10 @@ func childWriters() error {
 	}
 	// Remove this process's keys, newest first.
 	for i := keys - 1; i >= 0; i-- {
-		if err := keepUp(ctl, wrRemoves, nprocs, keys-1-i, lag); err != nil {
+		if err := childproc.KeepUp(ctl, func(q int) int { return wrBase + wrStride*q + wrRemoves }, nprocs, keys-1-i, lag, nil); err != nil {
 			return err
 		}
-		err := f.Remove(writerKey(p, i), writerID(ids, p, i, nprocs))
+		err := f.Remove(childproc.WriterKey(p, i), childproc.WriterID(ids, p, i, nprocs))
 		switch {
 		case err == nil:
 			ctl.Add(w(wrRemoved), 1)
@@ -253,7 +206,7 @@ func runWriters(t *testing.T, w writersWorkload, legacy bool) writersResult {
 		r.removed += word(wrRemoved)
 		r.missing += word(wrMissing)
 		if i := word(wrFirstErr); i != 0 {
-			r.firstErr += fmt.Sprintf(" key %q id %d;", writerKey(p, int(i-1)), writerID(w.ids, p, int(i-1), w.procs))
+			r.firstErr += fmt.Sprintf(" key %q id %d;", childproc.WriterKey(p, int(i-1)), childproc.WriterID(w.ids, p, int(i-1), w.procs))
 		}
 	}
 	r.filters = int(ctl.Load(wrBase + wrFilters))
