@@ -469,6 +469,32 @@ func (mf *File) Allocate(off, n int64) error {
 	return mf.allocate(off, n)
 }
 
+// Discard punches a hole over [off, off+n), which must lie within the file
+// and be page-aligned: its blocks go back to the file system and it reads as
+// zeros, while the file keeps its size (so no mapping of it faults on a
+// load). Where the file system cannot punch holes the range is overwritten
+// with zeros instead.
+func (mf *File) Discard(off, n int64) error {
+	mf.mu.Lock()
+	defer mf.mu.Unlock()
+	if err := mf.writable(); err != nil {
+		return err
+	}
+	if err := checkRange(off, n, mf.size); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := punchHole(mf.Fd(), off, n); err != nil {
+		if errors.Is(err, errNoFallocate) {
+			return mf.writeZeros(off, n)
+		}
+		return fmt.Errorf("punching a hole in %s [%d, +%d): %w", mf.path, off, n, err)
+	}
+	return nil
+}
+
 // writable refuses a change to a closed or read-only file; called with mu
 // held.
 func (mf *File) writable() error {

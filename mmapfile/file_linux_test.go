@@ -811,3 +811,53 @@ func TestGrowSparse(t *testing.T) {
 		t.Fatal("Allocate past the end of the file succeeded")
 	}
 }
+
+func TestDiscard(t *testing.T) {
+	path := tmpPath(t)
+	f := mustCreate(t, path, 4096, &Options{Reserve: 1 << 20})
+	defer f.Close()
+	const size = 1 << 20
+	if err := f.Grow(size); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Bytes(0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 0xAB
+	}
+	blocks := func() int64 {
+		var st unix.Stat_t
+		if err := unix.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	before := blocks()
+	if err := f.Discard(64<<10, 512<<10); err != nil {
+		t.Fatal(err)
+	}
+	if f.Size() != size {
+		t.Fatalf("size %d after Discard, want %d", f.Size(), size)
+	}
+	for i, c := range b {
+		want := byte(0xAB)
+		if i >= 64<<10 && i < 576<<10 {
+			want = 0
+		}
+		if c != want {
+			t.Fatalf("byte %d = %#x after Discard, want %#x", i, c, want)
+		}
+	}
+	if after := blocks(); after > before-256<<10 {
+		t.Fatalf("%d bytes allocated after discarding 512 KiB of %d: no hole", after, before)
+	}
+	if err := f.Allocate(64<<10, 512<<10); err != nil {
+		t.Fatal(err)
+	}
+	b[100<<10] = 1 // the range is writable again
+	if err := f.Discard(size-4096, 8192); err == nil {
+		t.Fatal("Discard past the end of the file succeeded")
+	}
+}

@@ -3,11 +3,12 @@ package mmapfile
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
-// Heap is a Region in ordinary memory. Each Grow adds a chunk, so slices
-// handed out never move; a range must lie within one chunk (the store grows
-// one filter at a time, so each filter is one chunk).
+// Heap is a Region in ordinary memory. Each Grow (and Replace) adds a
+// chunk, so slices handed out never move; a range must lie within one chunk
+// (the store grows one filter at a time, so each filter is one chunk).
 type Heap struct {
 	mu     sync.Mutex
 	chunks []heapChunk
@@ -79,6 +80,54 @@ func (h *Heap) Grow(size int64) error {
 	}
 	h.chunks = append(h.chunks, heapChunk{h.size, make([]uint64, (size-h.size+7)/8)})
 	h.size = size
+	return nil
+}
+
+// Replace gives [off, off+n) new zeroed memory as one chunk, growing the
+// heap if it reaches past the end (off and n multiples of 8, off within the
+// heap). Chunks it overlaps keep their other parts; slices already handed
+// out of the replaced range stay readable and hold what they held (a
+// lookup racing a reuse reads the old bytes, never the new).
+func (h *Heap) Replace(off, n int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	if off < 0 || n <= 0 || off%8 != 0 || n%8 != 0 || off > h.size {
+		return fmt.Errorf("%w: cannot replace [%d, +%d) of %d bytes", ErrRange, off, n, h.size)
+	}
+	end := off + n
+	var kept []heapChunk
+	for _, c := range h.chunks {
+		cend := c.off + int64(len(c.w))*8
+		if cend <= off || c.off >= end {
+			kept = append(kept, c)
+			continue
+		}
+		if c.off < off {
+			k := (off - c.off) / 8
+			kept = append(kept, heapChunk{c.off, c.w[:k:k]})
+		}
+		if cend > end {
+			kept = append(kept, heapChunk{end, c.w[(end-c.off)/8:]})
+		}
+	}
+	h.chunks = append(kept, heapChunk{off, make([]uint64, n/8)})
+	h.size = max(h.size, end)
+	return nil
+}
+
+// Discard zeroes [off, off+n) with atomic stores (lookups may still read
+// it), word by word; off and n must be multiples of 8.
+func (h *Heap) Discard(off, n int64) error {
+	w, err := h.Words(off, n/8)
+	if err != nil {
+		return err
+	}
+	for i := range w {
+		atomic.StoreUint64(&w[i], 0)
+	}
 	return nil
 }
 

@@ -132,3 +132,46 @@ func TestHeapEmpty(t *testing.T) {
 		t.Fatalf("Words after growing an empty heap: %d, %v", len(w), err)
 	}
 }
+
+func TestHeapReplaceAndDiscard(t *testing.T) {
+	h := NewHeap(4096)
+	if err := h.Grow(3 * 4096); err != nil { // chunks [0,4096) and [4096,12288)
+		t.Fatal(err)
+	}
+	old, err := h.Words(4096, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range old {
+		old[i] = 7
+	}
+	// A range over both chunks and past the end becomes one chunk.
+	if err := h.Replace(2048, 12288); err != nil {
+		t.Fatal(err)
+	}
+	if h.Size() != 2048+12288 {
+		t.Fatalf("size %d", h.Size())
+	}
+	w, err := h.Words(2048, 12288/8)
+	if err != nil {
+		t.Fatalf("the replaced range is not one chunk: %v", err)
+	}
+	for i, v := range w {
+		if v != 0 {
+			t.Fatalf("word %d of the new chunk = %d, want 0", i, v)
+		}
+	}
+	if old[0] != 7 {
+		t.Fatal("a slice handed out before Replace changed")
+	}
+	if _, err := h.Words(0, 256); err != nil {
+		t.Fatalf("the kept part of the first chunk: %v", err)
+	}
+	w[5] = 9
+	if err := h.Discard(2048, 4096); err != nil || w[5] != 0 {
+		t.Fatalf("Discard: %v, word %d", err, w[5])
+	}
+	if err := h.Replace(1<<20, 4096); err == nil {
+		t.Fatal("Replace beyond the end succeeded")
+	}
+}

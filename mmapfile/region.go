@@ -36,6 +36,15 @@ type Sparse interface {
 	Allocate(off, n int64) error
 }
 
+// Discarder is a Region that can give back the storage of a range (File
+// and Heap implement it): after Discard the range reads as zeros. A File
+// punches a hole, so a store into the range must wait for Allocate (a store
+// into a hole on a full disk is a SIGBUS).
+type Discarder interface {
+	Region
+	Discard(off, n int64) error
+}
+
 // Detacher is a Region whose backing can be released while slices of it
 // are still being read (File and Heap implement it): after Detach those
 // slices stay readable (a File's read as zeros) until Close.

@@ -57,6 +57,16 @@ func fallocate(fd int, off, n int64) error {
 	return err
 }
 
+// punchHole deallocates the blocks of [off, off+n), keeping the file's
+// size; errNoFallocate if the file system cannot.
+func punchHole(fd int, off, n int64) error {
+	err := unix.Fallocate(fd, unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		return errNoFallocate
+	}
+	return err
+}
+
 // fileSize is the size of the open file.
 func fileSize(fd int) (int64, error) {
 	var st unix.Stat_t

@@ -28,6 +28,7 @@ func adviseRandom([]byte)                           {}
 func msync([]byte) error                            { return ErrUnsupported }
 func fdatasync(int) error                           { return ErrUnsupported }
 func fallocate(int, int64, int64) error             { return ErrUnsupported }
+func punchHole(int, int64, int64) error             { return ErrUnsupported }
 func fileSize(int) (int64, error)                   { return 0, ErrUnsupported }
 func sameInode(int, string) (bool, error)           { return false, ErrUnsupported }
 func renameNoReplace(string, string) error          { return ErrUnsupported }
