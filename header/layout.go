@@ -34,6 +34,10 @@ const (
 	PublishedOffset = HotOffset + 16
 	// FlushCountOffset counts completed durable flushes (informational).
 	FlushCountOffset = HotOffset + 24
+	// RetiredOffset holds the number of filters retired from the front of
+	// the chain, ever (version 1.2; see Meta.Retired). Lookups stop asking a
+	// filter once this word passes it, before the directory says so.
+	RetiredOffset = HotOffset + 32
 	// BootIDOffset holds the 16-byte boot identity recorded with the dirty mark.
 	BootIDOffset = HotOffset + LineSize
 	// DirtySinceOffset holds the Unix time in nanoseconds of the dirty mark.
@@ -43,7 +47,7 @@ const (
 	// HotReservedOffset and HotTailOffset start the hot page's two reserved
 	// (zero) ranges: [HotReservedOffset, BootIDOffset) and
 	// [HotTailOffset, HotOffset+PageSize).
-	HotReservedOffset = FlushCountOffset + 8
+	HotReservedOffset = RetiredOffset + 8
 	HotTailOffset     = CleanBootIDOffset + 8
 
 	// FilterLinesOffset is the start of the per-filter hot lines, one 64-byte
@@ -181,9 +185,11 @@ const (
 	offDataOffset = 96  // uint64
 	offNumFilters = 104 // uint32
 	offCreated    = 112 // uint64, Unix nanoseconds
+	offRetired    = 120 // uint64, filters retired ever (version 1.2, FlagRing)
 	offDirectory  = 256
 	entrySize     = 56
-	offChecksum   = MetaSize - 4 // uint32 CRC-32C of bytes [0, offChecksum)
+	offOrder      = offDirectory + MaxFilters*entrySize // [MaxFilters]uint8: the chain's entries, oldest first (FlagRing)
+	offChecksum   = MetaSize - 4                        // uint32 CRC-32C of bytes [0, offChecksum)
 
 	// Directory entry field offsets.
 	entFirstID    = 0  // uint64
@@ -205,7 +211,7 @@ var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
 // version is refused; a newer minor version is read.
 const (
 	VersionMajor = 1
-	VersionMinor = 1
+	VersionMinor = 2
 )
 
 // FlagExtras is set in a file some of whose filters have extra pages
@@ -214,9 +220,16 @@ const (
 // index, so it must refuse the file.
 const FlagExtras uint64 = 1
 
+// FlagRing is set in a file that has retired filters (version 1.2): its
+// directory is a ring whose chain order is the order list, whose entries
+// need not be contiguous or start at entry 0, and whose filters need not be
+// contiguous in the file. A library that reads the directory as a prefix of
+// contiguous filters must not open it.
+const FlagRing uint64 = 2
+
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = FlagExtras
+const KnownFlags uint64 = FlagExtras | FlagRing
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

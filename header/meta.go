@@ -1,10 +1,12 @@
 package header
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"math"
+	"slices"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -33,6 +35,12 @@ type FilterDesc struct {
 	K         int     // counters per key
 	HashID    uint8
 	LayoutID  uint8
+	// Slot is the filter's directory entry, which also names its hot line,
+	// its salt, its place in the sizing schedule and the filter in
+	// in-flight records. It is the filter's place in the chain in a file
+	// without FlagRing; with it, the lowest entry free when the filter was
+	// appended. Not stored in the entry: it is where the entry is.
+	Slot int
 }
 
 // CounterBytes returns the bytes reserved for the counters: the filter's
@@ -60,16 +68,66 @@ type Meta struct {
 	Generation   uint64
 	Params       Params
 	Created      int64 // Unix nanoseconds
-	Filters      []FilterDesc
+	// Retired counts the filters ever retired from the front of the chain
+	// (0 without FlagRing): filter j of Filters is the chain's filter
+	// number Retired+j since the file was created.
+	Retired uint64
+	Filters []FilterDesc // the chain, oldest first
 }
 
-// End returns the file size the directory implies: the end of the last filter,
-// or DataOffset when there is none.
+// End returns the file size the directory implies: the end of the filter
+// that ends last, or DataOffset when there is none.
 func (m *Meta) End() int64 {
-	if n := len(m.Filters); n > 0 {
-		return m.Filters[n-1].Offset + m.Filters[n-1].Length
+	end := int64(DataOffset)
+	for i := range m.Filters {
+		end = max(end, m.Filters[i].Offset+m.Filters[i].Length)
 	}
-	return DataOffset
+	return end
+}
+
+// FreeSlot returns the lowest directory entry no filter of the chain
+// uses, or -1 if all MaxFilters are in use.
+func (m *Meta) FreeSlot() int {
+	var used [MaxFilters]bool
+	for i := range m.Filters {
+		used[m.Filters[i].Slot] = true
+	}
+	for s, u := range used {
+		if !u {
+			return s
+		}
+	}
+	return -1
+}
+
+// Place returns the lowest page-aligned offset at or after DataOffset
+// where length bytes overlap no filter of the chain: the first gap a
+// retired filter left that is large enough, or the end of the directory.
+func (m *Meta) Place(length int64) int64 {
+	spans := make([][2]int64, len(m.Filters))
+	for i := range m.Filters {
+		spans[i] = [2]int64{m.Filters[i].Offset, m.Filters[i].Offset + m.Filters[i].Length}
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	at := int64(DataOffset)
+	for _, sp := range spans {
+		if sp[0]-at >= length {
+			return at
+		}
+		at = max(at, sp[1])
+	}
+	return at
+}
+
+// BySlot returns the index in Filters of the filter in directory entry
+// slot, or -1.
+func (m *Meta) BySlot(slot int) int {
+	for i := range m.Filters {
+		if m.Filters[i].Slot == slot {
+			return i
+		}
+	}
+	return -1
 }
 
 // Encode writes m into dst, which must be MetaSize bytes, and seals it with a
@@ -99,8 +157,17 @@ func Encode(dst []byte, m *Meta) {
 	le.PutUint64(dst[offDataOffset:], DataOffset)
 	le.PutUint32(dst[offNumFilters:], uint32(len(m.Filters)))
 	le.PutUint64(dst[offCreated:], uint64(m.Created))
+	ring := m.Flags&FlagRing != 0
+	if ring {
+		le.PutUint64(dst[offRetired:], m.Retired)
+	}
 	for i, f := range m.Filters {
-		e := dst[offDirectory+i*entrySize:]
+		slot := i
+		if ring {
+			slot = f.Slot
+			dst[offOrder+i] = uint8(slot)
+		}
+		e := dst[offDirectory+slot*entrySize:]
 		le.PutUint64(e[entFirstID:], f.FirstID)
 		le.PutUint64(e[entCapacity:], f.Capacity)
 		le.PutUint64(e[entCounters:], f.Counters)
@@ -135,7 +202,7 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 	if err := decodeParams(b, base, &m.Params); err != nil {
 		return nil, err
 	}
-	if m.Filters, err = decodeDirectory(b, base, fileSize); err != nil {
+	if m.Filters, m.Retired, err = decodeDirectory(b, base, fileSize, m.Flags&FlagRing != 0); err != nil {
 		return nil, err
 	}
 	for i := range m.Filters {
@@ -209,37 +276,83 @@ func decodeParams(b []byte, base int64, p *Params) error {
 }
 
 // decodeDirectory reads and validates the directory: 1 … MaxFilters
-// contiguous, page-aligned entries within fileSize (if ≥ 0), and the unused
-// entries all zero, so stale data can't be mistaken for a filter.
-func decodeDirectory(b []byte, base, fileSize int64) ([]FilterDesc, error) {
-	n := binary.LittleEndian.Uint32(b[offNumFilters:])
+// page-aligned entries within fileSize (if ≥ 0), and the unused entries all
+// zero, so stale data can't be mistaken for a filter. Without FlagRing the
+// chain is entries 0 … n-1, its filters contiguous from DataOffset; with it,
+// the order list names the chain's entries, whose filters may lie anywhere
+// after DataOffset but never overlap.
+func decodeDirectory(b []byte, base, fileSize int64, ring bool) ([]FilterDesc, uint64, error) {
+	le := binary.LittleEndian
+	n := le.Uint32(b[offNumFilters:])
 	if n == 0 || n > MaxFilters {
-		return nil, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d, must be 1 to %d", n, MaxFilters)
+		return nil, 0, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d, must be 1 to %d", n, MaxFilters)
 	}
+	retired := le.Uint64(b[offRetired:])
+	if !ring {
+		if retired != 0 {
+			return nil, 0, corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d retired filters without the FlagRing feature flag", retired)
+		}
+		for i, c := range b[offOrder : offOrder+MaxFilters] {
+			if c != 0 {
+				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "order list without the FlagRing feature flag")
+			}
+		}
+	} else if retired > MaxID {
+		return nil, 0, corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d is beyond any chain", retired)
+	}
+	var used [MaxFilters]bool
 	filters := make([]FilterDesc, n)
 	prevEnd := int64(DataOffset)
 	for i := range filters {
-		f, err := decodeEntry(b, base, i, prevEnd, fileSize)
-		if err != nil {
-			return nil, err
+		slot := i
+		if ring {
+			slot = int(b[offOrder+i])
+			if slot >= MaxFilters || used[slot] {
+				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), i, "order", "entry %d is not a free directory entry", slot)
+			}
 		}
+		used[slot] = true
+		f, err := decodeEntry(b, base, slot, prevEnd, fileSize, ring)
+		if err != nil {
+			return nil, 0, err
+		}
+		f.Slot = slot
 		filters[i] = f
 		prevEnd = f.Offset + f.Length
 	}
-	for i := int(n); i < MaxFilters; i++ {
-		e := b[offDirectory+i*entrySize : offDirectory+(i+1)*entrySize]
-		for _, c := range e {
-			if c != 0 {
-				return nil, corrupt(ErrCorrupt, base+int64(offDirectory+i*entrySize), i, "directory", "unused entry is not zero")
+	if ring {
+		for i := int(n); i < MaxFilters; i++ {
+			if b[offOrder+i] != 0 {
+				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "byte %d past the chain is not zero", i)
+			}
+		}
+		spans := slices.Clone(filters)
+		slices.SortFunc(spans, func(x, y FilterDesc) int { return cmp.Compare(x.Offset, y.Offset) })
+		for i := 1; i < len(spans); i++ {
+			if prev := spans[i-1]; spans[i].Offset < prev.Offset+prev.Length {
+				at := base + int64(offDirectory+spans[i].Slot*entrySize) + entOffset
+				return nil, 0, corrupt(ErrCorrupt, at, spans[i].Slot, "offset", "filter at %d overlaps the one at %d", spans[i].Offset, prev.Offset)
 			}
 		}
 	}
-	return filters, nil
+	for i := range MaxFilters {
+		if used[i] {
+			continue
+		}
+		e := b[offDirectory+i*entrySize : offDirectory+(i+1)*entrySize]
+		for _, c := range e {
+			if c != 0 {
+				return nil, 0, corrupt(ErrCorrupt, base+int64(offDirectory+i*entrySize), i, "directory", "unused entry is not zero")
+			}
+		}
+	}
+	return filters, retired, nil
 }
 
 // decodeEntry reads and validates directory entry i, which must start at
-// prevEnd (the end of the one before it).
-func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64) (FilterDesc, error) {
+// prevEnd (the end of the one before it) unless ring (then at or after
+// DataOffset).
+func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64, ring bool) (FilterDesc, error) {
 	le := binary.LittleEndian
 	eoff := int64(offDirectory + i*entrySize)
 	e := b[eoff:]
@@ -258,8 +371,10 @@ func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64) (FilterDe
 	switch {
 	case off > MaxFileSize || length > MaxFileSize:
 		return f, corrupt(ErrCorrupt, at+entOffset, i, "offset/length", "offset %d length %d beyond the largest file", off, length)
-	case int64(off) != prevEnd:
+	case !ring && int64(off) != prevEnd:
 		return f, corrupt(ErrCorrupt, at+entOffset, i, "offset", "%d, expected %d (filters are contiguous)", off, prevEnd)
+	case ring && int64(off) < DataOffset:
+		return f, corrupt(ErrCorrupt, at+entOffset, i, "offset", "%d, before the data at %d", off, DataOffset)
 	case off%PageSize != 0 || length%PageSize != 0 || length == 0:
 		return f, corrupt(ErrCorrupt, at+entLength, i, "length", "offset %d length %d not page-aligned or empty", off, length)
 	}

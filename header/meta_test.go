@@ -40,6 +40,7 @@ func validMeta() *Meta {
 	add := func(f FilterDesc) {
 		f.Offset = off
 		f.Length = pagesFor(f.Counters)
+		f.Slot = len(m.Filters)
 		off += f.Length
 		m.Filters = append(m.Filters, f)
 	}
@@ -57,10 +58,25 @@ func manyMeta() *Meta {
 	for i := 0; i < MaxFilters; i++ {
 		c := uint64(128 * (i + 1))
 		f := FilterDesc{FirstID: uint64(i) * 1000, Capacity: uint64(10 + i), Counters: c, Offset: off, Length: pagesFor(c),
-			ErrorRate: 0.01 / float64(i+1), K: 1 + i%MaxK, HashID: HashXXH64Seeded, LayoutID: LayoutBlocked512}
+			ErrorRate: 0.01 / float64(i+1), K: 1 + i%MaxK, HashID: HashXXH64Seeded, LayoutID: LayoutBlocked512, Slot: i}
 		off += f.Length
 		m.Filters = append(m.Filters, f)
 	}
+	return m
+}
+
+// ringMeta returns a valid Meta of a file with retired filters: the chain
+// is entries 2, 0, 1 (oldest first), placed out of order in the file with a
+// gap where a retired filter was.
+func ringMeta() *Meta {
+	m := validMeta()
+	m.Flags |= FlagRing
+	m.Retired = 5
+	f := m.Filters
+	f[0].Slot, f[1].Slot, f[2].Slot = 2, 0, 1
+	f[1].Offset = DataOffset + 2*PageSize
+	f[2].Offset = f[1].Offset + f[1].Length
+	f[0].Offset = f[2].Offset + f[2].Length + PageSize
 	return m
 }
 
@@ -117,6 +133,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"one filter", one},
 		{"max filters", manyMeta()},
 		{"extreme values", extreme},
+		{"ring", ringMeta()},
 	}
 	for _, tc := range cases {
 		for _, base := range []int64{MetaAOffset, MetaBOffset} {
@@ -361,7 +378,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 1", mutate: func(b []byte) { put64(b, offFlags, 2) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 2", mutate: func(b []byte) { put64(b, offFlags, 4) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		// A 1.0 library would open a file with extra pages and no flag.
 		{name: "extra pages without FlagExtras", mutate: func(b []byte) {
@@ -711,17 +728,64 @@ func parseHexDump(s string) ([]byte, error) {
 	return out, nil
 }
 
-// TestGoldenMeta pins the byte encoding of a fixed Meta: any change of the
+// TestGoldenMeta pins the byte encoding of fixed Metas: any change of the
 // on-disk format shows up here. Run with -update to regenerate after an
-// intended format change (and bump VersionMajor or VersionMinor).
+// intended format change (and bump VersionMajor or VersionMinor, keeping the
+// old version's file as a decode-only golden).
 func TestGoldenMeta(t *testing.T) {
-	path := filepath.Join("testdata", "meta_v1.golden")
-	got := encode(goldenMeta())
-	if *update {
-		if err := os.WriteFile(path, []byte(hexDump(got)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, tc := range []struct {
+		file string
+		m    *Meta
+	}{
+		{"meta_v1.2.golden", goldenMeta()},
+		{"meta_v1.2_ring.golden", ringMeta()},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			got := encode(tc.m)
+			if *update {
+				if err := os.WriteFile(path, []byte(hexDump(got)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := readGolden(t, path)
+			if !bytes.Equal(got, want) {
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("encoding differs from %s first at byte %d: got %02x, want %02x (format change? run with -update and bump the version)", path, i, got[i], want[i])
+					}
+				}
+			}
+			// The golden bytes decode to the same Meta: files written by this
+			// version stay readable.
+			m, err := Decode(want, 0, tc.m.End())
+			if err != nil {
+				t.Fatalf("golden bytes do not decode: %v", err)
+			}
+			if !metaEqual(m, tc.m) {
+				t.Fatalf("golden decodes to %+v", m)
+			}
+		})
 	}
+}
+
+// TestGoldenMetaV11 decodes the bytes version 1.1 wrote for goldenMeta:
+// files of older minor versions stay readable.
+func TestGoldenMetaV11(t *testing.T) {
+	b := readGolden(t, filepath.Join("testdata", "meta_v1.1.golden"))
+	want := goldenMeta()
+	want.Minor = 1
+	m, err := Decode(b, 0, want.End())
+	if err != nil {
+		t.Fatalf("1.1 golden bytes do not decode: %v", err)
+	}
+	if !metaEqual(m, want) {
+		t.Fatalf("1.1 golden decodes to %+v", m)
+	}
+}
+
+func readGolden(t *testing.T, path string) []byte {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("%v (run go test -update to create it)", err)
@@ -731,24 +795,9 @@ func TestGoldenMeta(t *testing.T) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	if len(want) != MetaSize {
-		t.Fatalf("golden file holds %d bytes, want %d", len(want), MetaSize)
+		t.Fatalf("golden file %s holds %d bytes, want %d", path, len(want), MetaSize)
 	}
-	if !bytes.Equal(got, want) {
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("encoding differs from %s first at byte %d: got %02x, want %02x (format change? run with -update and bump the version)", path, i, got[i], want[i])
-			}
-		}
-	}
-	// The golden bytes decode to the same Meta: files written by this
-	// version stay readable.
-	m, err := Decode(want, 0, goldenMeta().End())
-	if err != nil {
-		t.Fatalf("golden bytes do not decode: %v", err)
-	}
-	if !metaEqual(m, goldenMeta()) {
-		t.Fatalf("golden decodes to %+v", m)
-	}
+	return want
 }
 
 func ExampleDecode() {
@@ -780,5 +829,74 @@ func TestHashName(t *testing.T) {
 		if got := HashName(c.id); got != c.want {
 			t.Errorf("HashName(%d) = %q, want %q", c.id, got, c.want)
 		}
+	}
+}
+
+// TestDecodeRingHostile feeds Decode damaged copies of a ring directory
+// (FlagRing) and of a plain one claiming ring fields without the flag.
+func TestDecodeRingHostile(t *testing.T) {
+	ring := ringMeta()
+	r := ring.Filters
+	for _, tc := range []struct {
+		name   string
+		m      *Meta
+		mutate func(b []byte)
+		off    int
+		field  string
+	}{
+		{"retired without the flag", validMeta(), func(b []byte) { put64(b, offRetired, 1) }, offRetired, "retired"},
+		{"order list without the flag", validMeta(), func(b []byte) { b[offOrder+1] = 1 }, offOrder + 1, "order"},
+		{"entry listed twice", ring, func(b []byte) { b[offOrder+1] = b[offOrder] }, offOrder + 1, "order"},
+		{"entry beyond the directory", ring, func(b []byte) { b[offOrder+2] = MaxFilters }, offOrder + 2, "order"},
+		{"order byte past the chain", ring, func(b []byte) { b[offOrder+3] = 7 }, offOrder + 3, "order"},
+		{"listed entry free", ring, func(b []byte) { b[offOrder+2] = 5 }, ent(5, entOffset), "offset"},
+		{"unlisted entry used", ring, func(b []byte) { b[ent(9, entK)] = 1 }, ent(9, 0), "directory"},
+		{"filters overlap", ring, func(b []byte) { put64(b, ent(r[0].Slot, entOffset), uint64(r[2].Offset+PageSize)) }, ent(r[0].Slot, entOffset), "offset"},
+		{"filter before the data", ring, func(b []byte) { put64(b, ent(r[1].Slot, entOffset), DataOffset-PageSize) }, ent(r[1].Slot, entOffset), "offset"},
+		{"retired beyond any id", ring, func(b []byte) { put64(b, offRetired, 1<<63) }, offRetired, "retired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := encode(tc.m)
+			tc.mutate(b)
+			reseal(b)
+			m, err := Decode(b, 0, tc.m.End())
+			if err == nil {
+				t.Fatalf("Decode accepted it: %+v", m)
+			}
+			ce := checkCorruption(t, err, ErrCorrupt, int64(tc.off))
+			if ce.Field != tc.field {
+				t.Fatalf("field %q, want %q (%v)", ce.Field, tc.field, err)
+			}
+		})
+	}
+}
+
+func TestMetaPlaceAndFreeSlot(t *testing.T) {
+	m := ringMeta() // entries 2, 0, 1 with a two-page gap at DataOffset
+	if got := m.FreeSlot(); got != 3 {
+		t.Fatalf("FreeSlot = %d, want 3", got)
+	}
+	if got := m.Place(PageSize); got != DataOffset {
+		t.Fatalf("Place(one page) = %d, want the gap at %d", got, DataOffset)
+	}
+	if got := m.Place(2 * PageSize); got != DataOffset {
+		t.Fatalf("Place(two pages) = %d, want the gap at %d", got, DataOffset)
+	}
+	f0 := m.Filters[0]
+	if got, want := m.Place(3*PageSize), f0.Offset+f0.Length; got != want {
+		t.Fatalf("Place(three pages) = %d, want the end %d", got, want)
+	}
+	m.Filters = append(m.Filters[:1], m.Filters[2:]...) // entry 0 retired
+	if got := m.FreeSlot(); got != 0 {
+		t.Fatalf("FreeSlot = %d, want 0", got)
+	}
+	if got := m.Place(PageSize + 1); got != DataOffset {
+		t.Fatalf("Place after a retirement = %d, want %d", got, DataOffset)
+	}
+	if i := m.BySlot(1); i != 1 {
+		t.Fatalf("BySlot(1) = %d, want 1", i)
+	}
+	if i := m.BySlot(0); i != -1 {
+		t.Fatalf("BySlot(0) = %d, want -1", i)
 	}
 }
