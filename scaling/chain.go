@@ -12,17 +12,23 @@ import (
 
 // chain is an immutable snapshot of the filters; a growth publishes a new one.
 type chain struct {
-	f         []*member
-	hasMurmur bool     // some filter uses the original's hash
-	frontier  uint64   // the largest id of the sealed filters' ranges (see route)
-	anySealed bool     // some sealed filter has a non-empty range
-	keep      *mapKeep // keeps the mapping while the chain is in use
+	f []*member
+	// base is the number of filters retired before f[0] (f[j] is the
+	// chain's filter number base+j since the file was created), end is
+	// base+len(f), and retired the hot retired word this chain was built
+	// from (see current).
+	base, end, retired uint64
+	hasMurmur          bool     // some filter uses the original's hash
+	frontier           uint64   // the largest id of the sealed filters' ranges (see route)
+	anySealed          bool     // some sealed filter has a non-empty range
+	keep               *mapKeep // keeps the mapping while the chain is in use
 }
 
 type member struct {
 	desc  header.FilterDesc
 	cf    *counting4.Filter
-	idx   int
+	idx   int    // the directory entry (desc.Slot): names the line and the filter in records
+	seq   uint64 // the chain's filter number (retired once the hot retired word passes it)
 	salt  uint64 // added to the native hash (0 for the original's hash)
 	items *uint64
 	pend  *uint64 // Adds admitted and not yet counted in items (see admit)
@@ -43,17 +49,27 @@ type member struct {
 
 func (f *Filter) loadChain(m *header.Meta) error {
 	old := f.chain.Load()
-	c := &chain{}
+	c := &chain{base: m.Retired, retired: atomic.LoadUint64(f.retired)}
 	if old != nil {
 		c.keep = old.keep
 	} else {
 		c.keep = &mapKeep{r: f.r}
 	}
-	for i, d := range m.Filters {
-		if old != nil && i < len(old.f) {
-			c.f = append(c.f, old.f[i])
+	dir := m.Filters
+	if c.retired > c.base {
+		// A retirement stored in the hot word and not yet in the directory
+		// (in progress, or its process died): lookups stop asking its
+		// filters at once. The newest filter is never retired.
+		drop := min(c.retired-c.base, uint64(len(dir)-1))
+		dir, c.base = dir[drop:], c.base+drop
+	}
+	for j, d := range dir {
+		seq := c.base + uint64(j)
+		if old != nil && seq >= old.base && seq < old.end && old.f[seq-old.base].idx == d.Slot {
+			c.f = append(c.f, old.f[seq-old.base])
 			continue
 		}
+		i := d.Slot
 		w, err := f.r.Words(d.Offset, d.CounterBytes()/8)
 		if err != nil {
 			return fmt.Errorf("filter %d: %w", i, err)
@@ -63,7 +79,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			return &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
 		}
 		mb := &member{
-			desc: d, cf: cf, idx: i,
+			desc: d, cf: cf, idx: i, seq: seq,
 			items: f.filterWord(i, header.FilterItemsOffset), pend: f.filterWord(i, header.FilterPendingOffset),
 			mark:  f.filterWord(i, header.FilterMarkOffset),
 			minID: f.filterWord(i, header.FilterMinIDOffset), maxID: f.filterWord(i, header.FilterMaxIDOffset),
@@ -83,6 +99,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		}
 		c.f = append(c.f, mb)
 	}
+	c.end = c.base + uint64(len(c.f))
 	for j, mb := range c.f {
 		c.hasMurmur = c.hasMurmur || mb.desc.HashID == header.HashMurmur3Orig
 		if j < len(c.f)-1 {
@@ -95,13 +112,19 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			}
 		}
 	}
-	if old != nil && len(old.f) < len(c.f) {
+	if old != nil && old.end < c.end && old.end > c.base {
 		// The old newest filter is sealed: give back this handle's room
 		// reserved on it (see quota.go).
 		old.f[len(old.f)-1].releaseQuota()
 	}
 	f.chain.Store(c)
 	return nil
+}
+
+// stale reports whether another handle or process has published filters
+// or retired some since c was built.
+func (f *Filter) stale(c *chain) bool {
+	return atomic.LoadUint64(f.published) > c.end || atomic.LoadUint64(f.retired) > c.retired
 }
 
 // current returns the chain, first picking up filters another handle or
@@ -111,7 +134,7 @@ func (f *Filter) current() (*chain, error) {
 	if c == nil {
 		return nil, ErrClosed
 	}
-	if atomic.LoadUint64(f.published) > uint64(len(c.f)) {
+	if f.stale(c) {
 		if err := f.refresh(); err != nil {
 			return nil, err
 		}
@@ -127,25 +150,22 @@ func (f *Filter) refresh() error {
 	if c == nil {
 		return ErrClosed
 	}
-	if atomic.LoadUint64(f.published) <= uint64(len(c.f)) {
+	if !f.stale(c) {
 		return nil
 	}
 	m, _, err := f.readPublished()
 	if err != nil {
 		return err
 	}
-	if len(m.Filters) <= len(c.f) {
-		return nil
-	}
 	return f.loadChain(m)
 }
 
 // grow appends a filter after the newest one, which the caller saw as full
-// in a chain of seen filters. Exactly one handle (across processes) appends:
-// the others find the new filter already there when they get the lock. With
-// append false, grow only finishes a growth that is already in the
-// directory (see publish).
-func (f *Filter) grow(seen int, appendOne bool) error {
+// in a chain ending at seenEnd (chain.end). Exactly one handle (across
+// processes) appends: the others find the new filter already there when
+// they get the lock. With append false, grow only finishes a growth that is
+// already in the directory (see publish).
+func (f *Filter) grow(seenEnd uint64, appendOne bool) error {
 	unlock, err := f.lockGrowth()
 	if err != nil {
 		return err
@@ -156,39 +176,53 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	if err != nil {
 		return err
 	}
-	if len(m.Filters) > seen || !appendOne {
+	n := len(m.Filters)
+	if m.Retired+uint64(n) > seenEnd || !appendOne {
 		// Someone else grew the chain first (or died growing it).
 		if err := f.publish(m); err != nil {
 			return err
 		}
 		return f.loadChain(m)
 	}
-	i := len(m.Filters)
-	newest := f.filterWord(i-1, header.FilterMaxIDOffset)
+	last := m.Filters[n-1].Slot
+	newest := f.filterWord(last, header.FilterMaxIDOffset)
 	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
-		f.itemCount(i-1)+atomic.LoadUint64(f.filterWord(i-1, header.FilterPendingOffset)) < m.Filters[i-1].Capacity {
+		f.lineItemCount(last)+atomic.LoadUint64(f.filterWord(last, header.FilterPendingOffset)) < m.Filters[n-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.
 		return nil
 	}
-	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1)
+	// In a file with retired filters (FlagRing) the new filter takes the
+	// lowest free directory entry, which is also its place in the sizing
+	// schedule, and the first gap large enough.
+	i, ring := n, m.Flags&header.FlagRing != 0
+	if ring {
+		if i, err = f.freeSlot(m); err != nil {
+			return err
+		}
+	}
+	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1, true)
 	if err != nil {
 		if !errors.Is(err, ErrFull) {
-			err = fmt.Errorf("%w: the chain ends at %d filters: %v", ErrFull, i, err)
+			err = fmt.Errorf("%w: the chain ends at %d filters: %v", ErrFull, n, err)
 		}
 		return err
 	}
+	if ring {
+		d.Offset = m.Place(d.Length)
+	}
+	d.Slot = i
 	// The seal below changes the newest filter's line, and the growth
 	// writes the directory, a filter line and new blocks: mark the file
 	// dirty first, so a file that reads clean was not grown since its flush
 	// (but see docs/FORMAT.md: a flush may still land during the growth).
-	if err := f.ensureDirty(f.filterWord(i-1, header.FilterMarkOffset)); err != nil {
+	if err := f.ensureDirty(f.filterWord(last, header.FilterMarkOffset)); err != nil {
 		return err
 	}
 	// Reserve the blocks first: a full disk fails here, not with a SIGBUS
 	// later. The late-add index gets its blocks when it is first used
 	// (allocIndex).
-	if err := growFilter(f.r, &d); err != nil {
+	if err := placeFilter(f.r, &d); err != nil {
 		return fmt.Errorf("growing the file for filter %d: %w", i, err)
 	}
 	if d.Extra > 0 {
@@ -208,6 +242,28 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 	return f.loadChain(m)
 }
 
+// freeSlot picks the directory entry of a new filter in a file with
+// retired filters: the lowest one the chain does not use, once no live
+// operation begun on a filter that was retired from it is still in flight,
+// and that no dead writer's record names (Repair would apply that record
+// to the new filter).
+func (f *Filter) freeSlot(m *header.Meta) (int, error) {
+	var used uint64
+	for _, d := range m.Filters {
+		used |= 1 << d.Slot
+	}
+	dead, err := f.waitRecords(^used)
+	if err != nil {
+		return -1, err
+	}
+	for s := range header.MaxFilters {
+		if (used|dead)&(1<<s) == 0 {
+			return s, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: the chain ends at %d filters: every directory entry is in use or named by an interrupted operation", ErrFull, len(m.Filters))
+}
+
 // publish makes every filter of the directory m published, called with the
 // growth lock held. Each filter that has a successor is sealed first: an
 // Add still holding the old chain can no longer widen its id range and is
@@ -218,8 +274,9 @@ func (f *Filter) grow(seen int, appendOne bool) error {
 // next grower or read-write Open.
 func (f *Filter) publish(m *header.Meta) error {
 	n := len(m.Filters)
-	pub := int(min(atomic.LoadUint64(f.published), uint64(n)))
-	for i := max(pub, 1) - 1; i < n-1; i++ {
+	pub := int(min(max(int64(atomic.LoadUint64(f.published))-int64(m.Retired), 0), int64(n)))
+	for j := max(pub, 1) - 1; j < n-1; j++ {
+		i := m.Filters[j].Slot
 		maxID := f.filterWord(i, header.FilterMaxIDOffset)
 		if atomic.LoadUint64(maxID)&header.Sealed != 0 {
 			continue
@@ -232,7 +289,7 @@ func (f *Filter) publish(m *header.Meta) error {
 		seal(maxID)
 	}
 	if pub < n {
-		atomic.StoreUint64(f.published, uint64(n))
+		atomic.StoreUint64(f.published, m.Retired+uint64(n))
 	}
 	return nil
 }
@@ -254,6 +311,53 @@ func (f *Filter) lockGrowth() (unlock func(), err error) {
 		}
 		f.mu.Unlock()
 	}, nil
+}
+
+// placeFilter makes the blocks of a new filter d ready: zero, and allocated
+// but for its late-add index. Where d reuses space a retired filter left,
+// that space is discarded first (the old counters must not show through);
+// the region grows for the rest.
+func placeFilter(r mmapfile.Region, d *header.FilterDesc) error {
+	if h, ok := r.(*mmapfile.Heap); ok {
+		if d.Offset < h.Size() {
+			return h.Replace(d.Offset, d.Length)
+		}
+		return h.Grow(d.Offset + d.Length)
+	}
+	size := r.Size()
+	if d.Offset < size {
+		n := min(d.Offset+d.Length, size) - d.Offset
+		if err := discard(r, d.Offset, n); err != nil {
+			return err
+		}
+		alloc := d.Offset + d.Length
+		if d.IndexBytes() > 0 {
+			alloc = d.IndexOffset()
+		}
+		if sp, ok := r.(mmapfile.Sparse); ok {
+			if a := min(alloc, size) - d.Offset; a > 0 {
+				if err := sp.Allocate(d.Offset, a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return growFilter(r, d)
+}
+
+// discard zeroes [off, off+n) of r, giving its blocks back where r can.
+func discard(r mmapfile.Region, off, n int64) error {
+	if d, ok := r.(mmapfile.Discarder); ok {
+		return d.Discard(off, n)
+	}
+	w, err := r.Words(off, n/8)
+	if err != nil {
+		return err
+	}
+	for i := range w {
+		atomic.StoreUint64(&w[i], 0)
+	}
+	return nil
 }
 
 // growFilter grows r to the end of filter d, leaving d's late-add index

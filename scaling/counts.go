@@ -42,11 +42,16 @@ func (m *member) itemCount() uint64 {
 	return uint64(max(n, 0))
 }
 
-// itemCount is the item count of filter i of the current chain, or of its
-// line alone if the chain does not hold it.
-func (f *Filter) itemCount(i int) uint64 {
-	if c := f.chain.Load(); c != nil && i < len(c.f) {
-		return c.f[i].itemCount()
+// lineItemCount is the item count of the filter in directory entry i: as
+// the current chain counts it, or its line's items word alone if the chain
+// does not hold it.
+func (f *Filter) lineItemCount(i int) uint64 {
+	if c := f.chain.Load(); c != nil {
+		for _, m := range c.f {
+			if m.idx == i {
+				return m.itemCount()
+			}
+		}
 	}
 	return atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))
 }

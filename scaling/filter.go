@@ -29,7 +29,8 @@ type Filter struct {
 
 	hot       []uint64 // words [HotOffset, DataOffset)
 	words     seqnum.Words
-	published *uint64
+	published *uint64 // the chain's end: filters ever appended
+	retired   *uint64 // filters ever retired from the chain's front
 
 	chain atomic.Pointer[chain] // nil once closed
 
@@ -151,7 +152,7 @@ func newParams(o *Options) (*header.Params, header.FilterDesc, error) {
 	if err := header.ValidateParams(p); err != nil {
 		return nil, header.FilterDesc{}, err
 	}
-	first, err := describe(p, 0, header.DataOffset, 0)
+	first, err := describe(p, 0, header.DataOffset, 0, false)
 	return p, first, err
 }
 
@@ -284,7 +285,7 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			if listed > len(m.Filters) {
 				// The directory lists a filter that is not published: a
 				// growth in progress, or one its process died in.
-				if err := f.grow(len(m.Filters), false); err != nil {
+				if err := f.grow(0, false); err != nil {
 					return err
 				}
 			}
@@ -346,7 +347,7 @@ func (f *Filter) readPublished() (*header.Meta, int, error) {
 	delay := 10 * time.Microsecond
 	unheld := 0 // reads that failed while no other handle held the growth lock
 	for {
-		want := max(int(atomic.LoadUint64(f.published)), 1)
+		want := max(atomic.LoadUint64(f.published), 1)
 		m, listed, err := f.readDirectory(want)
 		if err == nil || f.file == nil || errors.Is(err, mmapfile.ErrClosed) || time.Now().After(deadline) {
 			return m, listed, err
@@ -374,7 +375,7 @@ func (f *Filter) readPublished() (*header.Meta, int, error) {
 // of its bytes (decoding live memory could check a checksum over one
 // version and parse fields of the next) and cuts its directory to the first
 // want filters (0: all). It returns how many filters the copy lists.
-func (f *Filter) readDirectory(want int) (*header.Meta, int, error) {
+func (f *Filter) readDirectory(want uint64) (*header.Meta, int, error) {
 	size := f.r.Size()
 	if f.file != nil {
 		s, err := f.file.Refresh()
@@ -403,11 +404,14 @@ func (f *Filter) readDirectory(want int) (*header.Meta, int, error) {
 	m, which := p.Meta, p.Which
 	listed := len(m.Filters)
 	if want > 0 {
-		if listed < want {
+		// want counts every filter ever appended; the directory lists the
+		// ones from m.Retired on.
+		n := int64(want) - int64(m.Retired)
+		if n < 1 || n > int64(listed) {
 			return nil, listed, &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published",
-				Reason: fmt.Sprintf("%d filters published, the directory lists %d", want, listed), Err: header.ErrCorrupt}
+				Reason: fmt.Sprintf("%d filters published, the directory lists %d after %d retired", want, listed, m.Retired), Err: header.ErrCorrupt}
 		}
-		m.Filters = m.Filters[:want]
+		m.Filters = m.Filters[:n]
 	}
 	f.metaWhich, f.generation = which, m.Generation
 	return m, listed, nil
@@ -421,6 +425,7 @@ func (f *Filter) mapHot() error {
 	f.hot = w
 	f.words = seqnum.Words{State: f.hotWord(header.StateOffset), Disk: f.hotWord(header.DiskSeqOffset)}
 	f.published = f.hotWord(header.PublishedOffset)
+	f.retired = f.hotWord(header.RetiredOffset)
 	return nil
 }
 
@@ -447,10 +452,15 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	if ep, _ := seqnum.Unpack(st); !seqnum.ValidEpoch(ep) {
 		return &header.CorruptionError{Offset: header.StateOffset, Filter: -1, Field: "state", Reason: fmt.Sprintf("epoch %d", ep), Err: header.ErrCorrupt}
 	}
-	if pub := atomic.LoadUint64(f.published); pub > header.MaxFilters {
+	pub := atomic.LoadUint64(f.published)
+	if pub > m.Retired+header.MaxFilters {
 		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}
 	}
-	for i := range m.Filters {
+	if r := atomic.LoadUint64(f.retired); r >= pub || (m.Flags&header.FlagRing == 0 && r != 0) {
+		return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired", Reason: fmt.Sprintf("%d filters retired of %d published", r, pub), Err: header.ErrCorrupt}
+	}
+	for _, d := range m.Filters {
+		i := d.Slot
 		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))); items < 0 {
 			return &header.CorruptionError{Offset: header.FilterLineOffset(i), Filter: i, Field: "items", Reason: fmt.Sprintf("negative item count %d", items), Err: header.ErrCorrupt}
 		}

@@ -111,7 +111,7 @@ func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDe
 		length := filterLength(lf.Counters)
 		dir[i] = header.FilterDesc{
 			FirstID: lf.StartID, Capacity: capacity, Counters: lf.Counters, Offset: off, Length: length,
-			ErrorRate: lf.ErrorRate, K: lf.K, HashID: header.HashMurmur3Orig, LayoutID: header.LayoutPartitioned,
+			ErrorRate: lf.ErrorRate, K: lf.K, HashID: header.HashMurmur3Orig, LayoutID: header.LayoutPartitioned, Slot: i,
 		}
 		off += length
 	}

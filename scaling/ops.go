@@ -143,19 +143,36 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 		if m, late, sh = route(c, id, h.native); m == nil {
 			// The newest filter is full: append one (or find that another
 			// handle did) and route again.
-			if err := f.grow(len(c.f), true); err != nil {
+			if err := f.grow(c.end, true); err != nil {
 				return err
 			}
 		} else {
 			// Start the miss of the key's block now: the bookkeeping below
 			// (record, dirty mark, id range) overlaps it, where a load would
 			// hold up the locked instructions that follow.
+			if routeHook != nil {
+				routeHook(m)
+			}
 			kh := m.keyHash(h)
 			m.cf.PrefetchProbe(m.cf.Prepare(kh))
 			// The record is published before the state word is read (the
 			// flush protocol's half of a Dekker handshake: a flush that froze
 			// writers then sees this operation in flight).
 			r = f.claimRecord(kh, header.OpAdd, m.idx)
+			if f.retiredUnder(m) {
+				// Retired since the chain was read: back out without
+				// touching its line again (its entry may be reused) and
+				// route again.
+				r.finish(false)
+				if err := f.refresh(); err != nil {
+					return err
+				}
+				var err error
+				if c, err = f.current(); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := f.ensureDirty(m.mark); err != nil {
 				m.release(sh)
 				r.finish(false)
@@ -187,7 +204,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				// The newest filter is sealed: a growth is being published
 				// (or its process died): finish it, find it, or (a sealed
 				// newest filter with nothing after it) append one.
-				if err := f.grow(len(c.f), true); err != nil {
+				if err := f.grow(c.end, true); err != nil {
 					return err
 				}
 			} else if err := f.refresh(); err != nil {
@@ -243,6 +260,12 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	m.cf.Positions(kh, p)
 	// Record first, then read the state word (see add).
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
+	if f.retiredUnder(m) {
+		// The filter holding the key was retired since the chain was
+		// read: the key is gone with it (see add).
+		r.finish(false)
+		return ErrNotPresent
+	}
 	if late {
 		// The entry is cleared after the counters: Repair clears it for a
 		// Remove it completes.

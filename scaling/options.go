@@ -123,7 +123,7 @@ func (o *Options) withDefaults() (Options, error) {
 func chainLimit(p *header.Params) int {
 	off := int64(header.DataOffset)
 	for i := range header.MaxFilters {
-		d, err := describe(p, i, off, 0)
+		d, err := describe(p, i, off, 0, i > 0)
 		if err != nil {
 			return i
 		}
@@ -156,7 +156,7 @@ func filterCapacity(p *header.Params, i int) uint64 {
 var layout10 = false
 
 // describe sizes filter i of a chain whose previous filter ends at off.
-func describe(p *header.Params, i int, off int64, firstID uint64) (header.FilterDesc, error) {
+func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) (header.FilterDesc, error) {
 	if i >= header.MaxFilters {
 		return header.FilterDesc{}, fmt.Errorf("%w: %d filters, the most a file holds", ErrFull, header.MaxFilters)
 	}
@@ -175,10 +175,10 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 	length := filterLength(counters)
 	var extra int64
 	if p.HashID == header.HashXXH64Seeded && !layout10 {
-		// The writers' item counts; every filter after the first can take
-		// late Adds (see route).
+		// The writers' item counts; every filter that follows another can
+		// take late Adds (see route).
 		extra = header.CountsBytes
-		if i > 0 {
+		if follows {
 			extra += header.IndexBytes(capy)
 		}
 		length += extra
@@ -187,7 +187,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64) (header.Filter
 		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
 	}
 	return header.FilterDesc{
-		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Extra: extra,
+		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Extra: extra, Slot: i,
 		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
 	}, nil
 }

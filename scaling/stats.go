@@ -163,8 +163,12 @@ type Stats struct {
 	Epoch           uint64
 	Condition       Condition
 	Count           uint64
-	EstimatedFPR    float64 // expected false-positive rate of Contains: the sum over filters
-	Filters         []FilterStats
+	EstimatedFPR    float64       // expected false-positive rate of Contains: the sum over filters
+	Filters         []FilterStats // the chain, oldest first
+	// Retired counts the filters retired from the chain's front so far
+	// (RetireBefore); Filters[j] is filter number Retired+j since the
+	// file was created.
+	Retired uint64
 	// FilterLimit is how many filters the chain can reach: MaxFilters (64),
 	// or fewer where the schedule makes a filter too large or its error
 	// target too small to build; Add then returns ErrFull.
@@ -195,6 +199,7 @@ func (f *Filter) Stats() Stats {
 	if f.file != nil {
 		s.Path = f.file.Path()
 	}
+	s.Retired = c.base
 	for _, m := range c.f {
 		items, maxID := m.itemCount(), atomic.LoadUint64(m.maxID)
 		lay := counting4.Layout(m.desc.LayoutID)

@@ -1,0 +1,173 @@
+package scaling
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// RetireBefore retires, oldest first, every filter whose whole id range
+// lies below id, but never the newest filter: lookups stop asking them at
+// once, in every process, their disk blocks go back to the file system,
+// and their directory entries and space are reused by the filters
+// appended next. It returns how many filters it retired (0: none
+// qualified).
+//
+// Keys added with ids inside a retired filter's range are forgotten (that
+// is the point: a time window). A key added late (an id below a newer
+// filter's range, see Add) lives in that newer filter and is forgotten
+// with it. An empty filter counts as lying below any id.
+//
+// A file with retired filters has version 1.2 (the FlagRing feature
+// flag); a library that does not know it refuses the file.
+//
+// RetireBefore is crash-safe like a growth: it stores the new count of
+// retired filters in the hot page before it rewrites the directory, and
+// a read-write Open, a growth, Repair or the next RetireBefore finishes a
+// retirement cut short.
+func (f *Filter) RetireBefore(id uint64) (int, error) {
+	if _, err := f.writableChain(); err != nil {
+		return 0, err
+	}
+	g, err := f.enter(0)
+	if err != nil {
+		return 0, err
+	}
+	defer g.n.Add(-1)
+	unlock, err := f.lockGrowth()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	m, err := f.readMeta()
+	if err != nil {
+		return 0, err
+	}
+	// A growth cut short is published first: its filter is the newest.
+	if err := f.publish(m); err != nil {
+		return 0, err
+	}
+	n := 0
+	if r := atomic.LoadUint64(f.retired); r > m.Retired {
+		// A retirement stored in the hot word but not in the directory.
+		n = int(min(r-m.Retired, uint64(len(m.Filters)-1)))
+	}
+	for n < len(m.Filters)-1 {
+		i := m.Filters[n].Slot
+		lo := atomic.LoadUint64(f.filterWord(i, header.FilterMinIDOffset))
+		hi := atomic.LoadUint64(f.filterWord(i, header.FilterMaxIDOffset)) & header.MaxID
+		if lo <= hi && hi >= id {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := f.retireFront(m, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// retireFront retires the first n filters of m, called with the growth
+// lock held. The hot retired word goes first: from then on lookups skip
+// the filters, and an operation that claims a record on one of them sees
+// the word after its record is published and backs out (a Dekker
+// handshake with waitRecords below). Then the directory loses them, and
+// once no live operation can still be changing them their blocks are
+// discarded.
+func (f *Filter) retireFront(m *header.Meta, n int) error {
+	newest := m.Filters[len(m.Filters)-1].Slot
+	// The hot word and the directory change: mark the file dirty first.
+	if err := f.ensureDirty(f.filterWord(newest, header.FilterMarkOffset)); err != nil {
+		return err
+	}
+	r := m.Retired + uint64(n)
+	for {
+		v := atomic.LoadUint64(f.retired)
+		if v >= r || atomic.CompareAndSwapUint64(f.retired, v, r) {
+			break
+		}
+	}
+	if err := f.sync(header.HotOffset, header.PageSize); err != nil {
+		return err
+	}
+	gone := m.Filters[:n:n]
+	var slots uint64
+	for _, d := range gone {
+		slots |= 1 << d.Slot
+	}
+	m.Filters = m.Filters[n:]
+	m.Retired = r
+	m.Flags |= header.FlagRing
+	if err := f.writeMeta(m); err != nil {
+		return err
+	}
+	if err := f.loadChain(m); err != nil {
+		return err
+	}
+	// The blocks go only once no live operation is inside them: a store
+	// into a hole would allocate it again (or fault on a full disk). A
+	// dead operation never stores again; Repair clears its record.
+	if _, err := f.waitRecords(slots); err != nil {
+		return nil // retired; the blocks stay until the space is reused
+	}
+	for _, d := range gone {
+		if err := discard(f.r, d.Offset, d.Length); err != nil {
+			return fmt.Errorf("releasing the blocks of retired filter %d: %w", d.Slot, err)
+		}
+	}
+	return nil
+}
+
+// waitRecords waits until no live handle has an operation in flight on a
+// filter in one of the directory entries of the mask slots, and returns
+// the entries that a dead writer's record (which waits for Repair) still
+// names. It gives up with ErrLockTimeout after the lock timeout.
+func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
+	deadline := time.Now().Add(f.timeout)
+	delay := 10 * time.Microsecond
+	for {
+		busy := false
+		dead = 0
+		for s := 0; s < header.NumSlots; s++ {
+			for rec := 0; rec < header.RecordsPerSlot; rec++ {
+				op := header.OpWord(atomic.LoadUint64(f.recordOp(s, rec)))
+				if !op.InFlight() || slots&(1<<op.Filter()) == 0 {
+					continue
+				}
+				if s == f.slot || f.slotLive(s) {
+					busy = true
+				} else {
+					dead |= 1 << op.Filter()
+				}
+			}
+		}
+		if !busy {
+			return dead, nil
+		}
+		if time.Now().After(deadline) {
+			return dead, fmt.Errorf("%w: operations on retired filters are still in flight", ErrLockTimeout)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Millisecond)
+	}
+}
+
+// retiredUnder reports whether m has been retired since the caller's chain
+// was read: an operation that claimed a record on m checks it after the
+// record is published, and backs out if so (see retireFront).
+func (f *Filter) retiredUnder(m *member) bool {
+	return m.seq < atomic.LoadUint64(f.retired) && !skipRetiredCheck
+}
+
+// Test hooks: routeHook runs after an Add is routed to m, before its
+// record is claimed; skipRetiredCheck disables retiredUnder (the negative
+// control of TestRetireRacingAdd).
+var (
+	routeHook        func(m *member)
+	skipRetiredCheck bool
+)

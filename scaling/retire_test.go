@@ -1,0 +1,311 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// windowKey is the key of event j of hour h in the sliding-window tests.
+func windowKey(h, j int) []byte { return fmt.Appendf(nil, "event-%d-%d", h, j) }
+
+// TestRetireBefore: filters below the id go, the newest never does, keys
+// at or above the id stay, and the count of retired filters is kept.
+func TestRetireBefore(t *testing.T) {
+	for _, mode := range []storeMode{inMemory, inFile} {
+		t.Run(string(mode), func(t *testing.T) {
+			f, _ := newStore(t, mode, &Options{Capacity: 100, GrowthFactor: 1})
+			for i := range 1000 {
+				if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := f.Stats()
+			if len(before.Filters) < 5 {
+				t.Fatalf("only %d filters", len(before.Filters))
+			}
+			// Nothing lies wholly below id 0 or the first filter's last id.
+			if n, err := f.RetireBefore(before.Filters[0].LastID); n != 0 || err != nil {
+				t.Fatalf("RetireBefore(first filter's last id) = %d, %v; want 0", n, err)
+			}
+			cut := before.Filters[3].FirstID
+			n, err := f.RetireBefore(cut)
+			if err != nil || n != 3 {
+				t.Fatalf("RetireBefore(%d) = %d, %v; want 3", cut, n, err)
+			}
+			after := f.Stats()
+			if after.Retired != 3 || len(after.Filters) != len(before.Filters)-3 || after.Filters[0].FirstID != cut {
+				t.Fatalf("after: retired %d, %d filters from id %d; before %d filters", after.Retired, len(after.Filters), after.Filters[0].FirstID, len(before.Filters))
+			}
+			for i := int(cut); i < 1000; i++ {
+				if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+					t.Fatalf("key %d (id ≥ %d) lost", i, cut)
+				}
+			}
+			gone := 0
+			for i := range int(cut) {
+				if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+					gone++
+				}
+			}
+			if gone < int(cut)*9/10 {
+				t.Fatalf("only %d of %d retired keys are gone", gone, cut)
+			}
+			// Everything but the newest: the newest stays.
+			n, err = f.RetireBefore(header.MaxID)
+			if err != nil || n != len(after.Filters)-1 {
+				t.Fatalf("RetireBefore(max) = %d, %v; want %d", n, err, len(after.Filters)-1)
+			}
+			if st := f.Stats(); len(st.Filters) != 1 {
+				t.Fatalf("%d filters left, want the newest", len(st.Filters))
+			}
+			if err := f.Add([]byte("after"), 5000); err != nil || !f.Contains([]byte("after")) {
+				t.Fatalf("Add after retiring: %v", err)
+			}
+		})
+	}
+}
+
+// TestRetireRing is the sliding window of a time-ordered stream: every
+// hour adds its events with the hour as id and retires what is older than
+// the window. Far more filters than a directory holds pass through; no key
+// inside the window is ever missing, the chain stays short, and the file
+// stops growing once the window is full.
+func TestRetireRing(t *testing.T) {
+	for _, mode := range []storeMode{inMemory, inFile} {
+		t.Run(string(mode), func(t *testing.T) {
+			const hours, window, perHour = 1000, 6, 150
+			f, path := newStore(t, mode, &Options{Capacity: 200, GrowthFactor: 1})
+			var settled int64
+			maxChain := 0
+			for h := range hours {
+				for j := range perHour {
+					if err := f.Add(windowKey(h, j), uint64(h)); err != nil {
+						t.Fatalf("hour %d: %v", h, err)
+					}
+				}
+				if h >= window {
+					if _, err := f.RetireBefore(uint64(h - window + 1)); err != nil {
+						t.Fatalf("hour %d: retire: %v", h, err)
+					}
+				}
+				for w := max(0, h-window+1); w <= h; w++ {
+					for j := 0; j < perHour; j += 7 {
+						if !f.Contains(windowKey(w, j)) {
+							t.Fatalf("hour %d: key %d of hour %d (inside the window) missing", h, j, w)
+						}
+					}
+				}
+				st := f.Stats()
+				maxChain = max(maxChain, len(st.Filters))
+				if h == 100 {
+					settled = st.FileSize
+				}
+				if h > 100 && st.FileSize > settled {
+					t.Fatalf("hour %d: file grew to %d bytes from %d at hour 100", h, st.FileSize, settled)
+				}
+			}
+			st := f.Stats()
+			if st.Retired < 2*header.MaxFilters {
+				t.Fatalf("only %d filters retired: the ring did not go round", st.Retired)
+			}
+			if maxChain > window+2 {
+				t.Fatalf("chain reached %d filters for a window of %d hours", maxChain, window)
+			}
+			t.Logf("%d filters retired, chain at most %d, file %d bytes", st.Retired, maxChain, st.FileSize)
+			if mode == inFile {
+				if err := f.Close(); err != nil {
+					t.Fatal(err)
+				}
+				g, err := Open(path, &OpenOptions{AllowUnclean: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				for w := hours - window; w < hours; w++ {
+					for j := range perHour {
+						if !g.Contains(windowKey(w, j)) {
+							t.Fatalf("after reopening: key %d of hour %d missing", j, w)
+						}
+					}
+				}
+				if gs := g.Stats(); gs.Retired != st.Retired || len(gs.Filters) != len(st.Filters) {
+					t.Fatalf("reopened: %d retired, %d filters; was %d, %d", gs.Retired, len(gs.Filters), st.Retired, len(st.Filters))
+				}
+			}
+		})
+	}
+}
+
+// TestRetireSeenByOtherHandles: a retirement by one handle is seen by
+// another (a read-only one too) at its next lookup, and a growth by the
+// other reuses the retired space.
+func TestRetireSeenByOtherHandles(t *testing.T) {
+	a, path := newStore(t, inFile, &Options{Capacity: 100, GrowthFactor: 1})
+	b, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ro, err := Open(path, &OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	for i := range 600 {
+		if err := a.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !ro.Contains([]byte("k0")) || !b.Contains([]byte("k0")) {
+		t.Fatal("k0 missing before the retirement")
+	}
+	n, err := a.RetireBefore(400)
+	if err != nil || n == 0 {
+		t.Fatalf("RetireBefore = %d, %v", n, err)
+	}
+	for _, h := range []*Filter{b, ro} {
+		st := h.Stats()
+		if st.Retired != uint64(n) {
+			t.Fatalf("other handle sees %d retired, want %d", st.Retired, n)
+		}
+		gone := 0
+		for i := range 300 {
+			if !h.Contains(fmt.Appendf(nil, "k%d", i)) {
+				gone++
+			}
+		}
+		if gone < 270 {
+			t.Fatalf("other handle still finds %d of 300 retired keys", 300-gone)
+		}
+	}
+	size := a.Stats().FileSize
+	for i := 600; i < 900; i++ {
+		if err := b.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 400; i < 900; i++ {
+		if !a.Contains(fmt.Appendf(nil, "k%d", i)) || !ro.Contains(fmt.Appendf(nil, "k%d", i)) {
+			t.Fatalf("key %d missing", i)
+		}
+	}
+	if st := a.Stats(); st.FileSize != size {
+		t.Fatalf("file grew from %d to %d bytes though retired space was free", size, st.FileSize)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != size {
+		t.Fatalf("file is %d bytes, Stats says %d", fi.Size(), size)
+	}
+}
+
+// TestRetireRacingAdd: an Add that read the chain before a retirement and
+// is routed to a filter that is retired before its record is published
+// backs out and goes to a live filter. With the check disabled (the
+// negative control) the key lands in the retired filter and is lost.
+func TestRetireRacingAdd(t *testing.T) {
+	for _, control := range []bool{false, true} {
+		t.Run(fmt.Sprintf("control=%v", control), func(t *testing.T) {
+			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
+			for i := range 300 {
+				if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first := f.Stats().Filters[0]
+			var once sync.Once
+			routed := make(chan struct{})
+			resume := make(chan struct{})
+			routeHook = func(m *member) {
+				if m.seq == 0 {
+					once.Do(func() { close(routed); <-resume })
+				}
+			}
+			skipRetiredCheck = control
+			defer func() { routeHook, skipRetiredCheck = nil, false }()
+			late := []byte("late-key")
+			errc := make(chan error, 1)
+			go func() { errc <- f.Add(late, first.FirstID) }() // inside filter 0's range: its slack
+			<-routed
+			if n, err := f.RetireBefore(first.LastID + 1); err != nil || n != 1 {
+				t.Errorf("RetireBefore = %d, %v", n, err)
+			}
+			close(resume)
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			found := f.Contains(late)
+			if control {
+				if found {
+					t.Fatal("negative control: the Add that wrote into a retired filter should be lost")
+				}
+				return
+			}
+			if !found {
+				t.Fatal("an Add that raced a retirement was lost")
+			}
+			if err := f.Remove(late, first.FirstID); err != nil {
+				t.Fatalf("Remove of the re-routed key: %v", err)
+			}
+		})
+	}
+}
+
+// TestRetireFlags: retiring makes the file version 1.2 (FlagRing), which a
+// reader finds on reopen; a file that never retired keeps no ring flag.
+func TestRetireFlags(t *testing.T) {
+	f, path := newStore(t, inFile, &Options{Capacity: 100, GrowthFactor: 1})
+	for i := range 300 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := readMetaOf(t, path)
+	if m.Flags&header.FlagRing != 0 {
+		t.Fatal("FlagRing set before any retirement")
+	}
+	if _, err := f.RetireBefore(150); err != nil {
+		t.Fatal(err)
+	}
+	m = readMetaOf(t, path)
+	if m.Flags&header.FlagRing == 0 || m.Retired == 0 {
+		t.Fatalf("after retiring: flags %#x, retired %d", m.Flags, m.Retired)
+	}
+	if _, err := f.RetireBefore(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.RetireBefore(1000); !errors.Is(err, ErrClosed) {
+		t.Fatalf("RetireBefore after Close: %v, want ErrClosed", err)
+	}
+	ro, err := Open(path, &OpenOptions{ReadOnly: true, AllowUnclean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if _, err := ro.RetireBefore(1000); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("RetireBefore read-only: %v, want ErrReadOnly", err)
+	}
+}
+
+func readMetaOf(t *testing.T, path string) *header.Meta {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := header.Pick(b, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Meta
+}
