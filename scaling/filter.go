@@ -292,6 +292,13 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			if err := f.claimSlot(); err != nil {
 				return err
 			}
+			if atomic.LoadUint64(f.retired) > m.Retired {
+				// A retirement its process did not finish: the hot word
+				// retired filters the directory still lists.
+				if _, err := f.RetireBefore(0); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
@@ -456,7 +463,7 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	if pub > m.Retired+header.MaxFilters {
 		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}
 	}
-	if r := atomic.LoadUint64(f.retired); r >= pub || (m.Flags&header.FlagRing == 0 && r != 0) {
+	if r := atomic.LoadUint64(f.retired); r >= pub {
 		return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired", Reason: fmt.Sprintf("%d filters retired of %d published", r, pub), Err: header.ErrCorrupt}
 	}
 	for _, d := range m.Filters {

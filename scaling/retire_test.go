@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -308,4 +309,58 @@ func readMetaOf(t *testing.T, path string) *header.Meta {
 		t.Fatal(err)
 	}
 	return p.Meta
+}
+
+// TestRetireCutShortFinishedByOpen: a retirement whose process died after
+// raising the hot retired word and before rewriting the directory is
+// already in force for readers (a read-only handle skips the filters) and
+// is finished by the next read-write Open.
+func TestRetireCutShortFinishedByOpen(t *testing.T) {
+	f, path := newStore(t, inFile, &Options{Capacity: 100, GrowthFactor: 1})
+	for i := range 500 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := f.Stats()
+	if err := f.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The dead retirement: two filters retired in the hot page only.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(b[header.RetiredOffset:], 2)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(path, &OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ro.Stats(); st.Retired != 2 || len(st.Filters) != len(before.Filters)-2 {
+		t.Fatalf("read-only handle: %d retired, %d filters; want 2, %d", st.Retired, len(st.Filters), len(before.Filters)-2)
+	}
+	ro.Close()
+	if m := readMetaOf(t, path); m.Retired != 0 {
+		t.Fatalf("a read-only open wrote the directory: retired %d", m.Retired)
+	}
+	g, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if m := readMetaOf(t, path); m.Retired != 2 || len(m.Filters) != len(before.Filters)-2 || m.Flags&header.FlagRing == 0 {
+		t.Fatalf("after a read-write open: retired %d, %d filters, flags %#x", m.Retired, len(m.Filters), m.Flags)
+	}
+	from := before.Filters[2].FirstID
+	for i := from; i < 500; i++ {
+		if !g.Contains(fmt.Appendf(nil, "k%d", i)) {
+			t.Fatalf("key %d lost", i)
+		}
+	}
 }
