@@ -54,6 +54,36 @@
 // 15 and a saturated counter is never decremented, so saturation can cost
 // accuracy but never a false negative.
 //
+// # Time windows: retiring filters
+//
+// Ids are usually time or row order, so the chain is a timeline: filter i
+// covers an id range. RetireBefore(id) retires, oldest first, every filter
+// whose whole range lies below id (never the newest), so a store can keep
+// "the last 24 hours" or "the last million rows" and forget the rest:
+//
+//	f.Add(key, uint64(time.Now().Unix()))
+//	...
+//	f.RetireBefore(uint64(time.Now().Add(-24 * time.Hour).Unix())) // e.g. every hour
+//
+// Lookups in every process stop asking a retired filter at once (each
+// operation compares the hot published and retired words with its chain),
+// its disk blocks are released by punching a hole, and its directory entry
+// and space are reused by the next filter appended: the new filter takes
+// the lowest free entry, whose place in the schedule sets its size and
+// error target (so the targets of the live filters still sum to at most
+// ErrorRate), and the first gap large enough. A store that retires as it
+// grows never reaches the end of the 64-entry directory and, once its
+// window is full, stops growing on disk. Keys added late (an id below a
+// newer filter's range) live in that newer filter and are forgotten with
+// it, a little after their own ids leave the window: a window never forgets
+// a key too early. An operation that raced a retirement backs out: an Add
+// routes again, a Remove reports ErrNotPresent (the key went with its
+// filter). A file that has retired filters is version 1.2 (docs/FORMAT.md,
+// Retired filters and the ring directory); a process that dies in the
+// middle of RetireBefore leaves a retirement that readers already honour
+// and that the next read-write Open, RetireBefore or recover.Repair
+// finishes.
+//
 // # Sequence numbers and durability
 //
 // MemSeqnum is the number of completed modifications; it reads 0 while any
