@@ -55,6 +55,11 @@ func (f *Filter) allocIndex(m *member) error {
 	if m.ix.allocated() {
 		return nil
 	}
+	if f.retiredUnder(m) {
+		// Retired while this Add waited: its line and blocks may already
+		// be another filter's. (Under the growth lock nothing is retired.)
+		return errRetired
+	}
 	if sp, ok := f.r.(mmapfile.Sparse); ok {
 		if err := sp.Allocate(m.ix.off, int64(len(m.ix.e))*header.IndexEntrySize); err != nil {
 			return fmt.Errorf("allocating filter %d's late-add index: %w", m.idx, err)

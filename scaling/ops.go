@@ -153,6 +153,22 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			if routeHook != nil {
 				routeHook(m)
 			}
+			if late {
+				// The index gets its blocks before the record is claimed:
+				// allocIndex may wait for the growth lock, and a retirement
+				// or growth holding it may be waiting for this handle's
+				// records to finish.
+				if err := f.allocIndex(m); err != nil {
+					if !errors.Is(err, errRetired) {
+						m.release(sh)
+						return err
+					}
+					if c, err = f.routeAgain(); err != nil {
+						return err
+					}
+					continue
+				}
+			}
 			kh := m.keyHash(h)
 			m.cf.PrefetchProbe(m.cf.Prepare(kh))
 			// The record is published before the state word is read (the
@@ -164,11 +180,8 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				// touching its line again (its entry may be reused) and
 				// route again.
 				r.finish(false)
-				if err := f.refresh(); err != nil {
-					return err
-				}
 				var err error
-				if c, err = f.current(); err != nil {
+				if c, err = f.routeAgain(); err != nil {
 					return err
 				}
 				continue
@@ -182,11 +195,6 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				// A late Add leaves its id range alone and records itself
 				// in the filter's index instead, before the counters change
 				// (so a Remove from any process finds it).
-				if err := f.allocIndex(m); err != nil {
-					m.release(sh)
-					r.finish(false)
-					return err
-				}
 				if m.ix.insert(kh, id, r) {
 					break
 				}

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -156,6 +157,21 @@ func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
 		delay = min(2*delay, time.Millisecond)
 	}
 }
+
+// routeAgain is how an Add whose filter was retired under it starts over:
+// it picks up the new chain. It leaves the filter's line alone (its
+// admission is not released: the entry may already hold a new filter, and
+// a pending count too high only makes a filter look fuller).
+func (f *Filter) routeAgain() (*chain, error) {
+	if err := f.refresh(); err != nil {
+		return nil, err
+	}
+	return f.current()
+}
+
+// errRetired: the filter an operation chose was retired before it could
+// begin (allocIndex found it so under the growth lock).
+var errRetired = errors.New("dablooms: filter retired")
 
 // retiredUnder reports whether m has been retired since the caller's chain
 // was read: an operation that claimed a record on m checks it after the

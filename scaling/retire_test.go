@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dablooms/dablooms/header"
 )
@@ -362,5 +364,120 @@ func TestRetireCutShortFinishedByOpen(t *testing.T) {
 		if !g.Contains(fmt.Appendf(nil, "k%d", i)) {
 			t.Fatalf("key %d lost", i)
 		}
+	}
+}
+
+// TestRetireConcurrent: goroutines add keys with ids from a shared clock
+// (so ids arrive a little out of order: late Adds), a retirer keeps
+// retiring everything older than a window, and checkers look up keys whose
+// Add returned: a key whose id is at or above every cut passed to
+// RetireBefore so far must be found. Runs under -race in memory mode.
+func TestRetireConcurrent(t *testing.T) {
+	for _, mode := range []storeMode{inMemory, inFile} {
+		t.Run(string(mode), func(t *testing.T) {
+			f, _ := newStore(t, mode, &Options{Capacity: 200, GrowthFactor: 1})
+			const writers, window = 4, 1500
+			perWriter := 6000
+			if mode == inFile {
+				perWriter = 3000 // every retirement syncs the directory twice
+			}
+			var clock, cut atomic.Uint64
+			type added struct {
+				key []byte
+				id  uint64
+			}
+			var mu sync.Mutex
+			var recent []added
+			var wg sync.WaitGroup
+			done := make(chan struct{})
+			errs := make(chan error, 16)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range perWriter {
+						// Writers may not run more than a few windows ahead
+						// of the retirer (an hour is long next to a growth):
+						// a chain that outruns its retirements ends at 64
+						// filters with ErrFull, as it should.
+						for clock.Load() > cut.Load()+4*window {
+							time.Sleep(10 * time.Microsecond)
+						}
+						id := clock.Add(1)
+						k := fmt.Appendf(nil, "w%d-%d", w, i)
+						if err := f.Add(k, id); err != nil {
+							errs <- fmt.Errorf("Add: %v", err)
+							return
+						}
+						mu.Lock()
+						recent = append(recent, added{k, id})
+						mu.Unlock()
+					}
+				}()
+			}
+			var aux sync.WaitGroup
+			aux.Add(2)
+			retired := 0
+			go func() { // the retirer
+				defer aux.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if c := clock.Load(); c > window {
+						cut.Store(c - window) // before the call: an upper bound on every cut used
+						n, err := f.RetireBefore(c - window)
+						if err != nil {
+							errs <- fmt.Errorf("RetireBefore: %v", err)
+							return
+						}
+						retired += n
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+			go func() { // the checker
+				defer aux.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					c := cut.Load()
+					mu.Lock()
+					tail := recent[max(0, len(recent)-500):]
+					mu.Unlock()
+					for _, a := range tail {
+						if a.id >= c && !f.Contains(a.key) {
+							if a.id >= cut.Load() { // still inside the window
+								errs <- fmt.Errorf("key %s (id %d, cut %d) missing", a.key, a.id, c)
+								return
+							}
+						}
+					}
+				}
+			}()
+			wg.Wait()
+			close(done)
+			aux.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			st := f.Stats()
+			if st.Retired == 0 || retired == 0 {
+				t.Fatalf("nothing retired (%d filters)", len(st.Filters))
+			}
+			c := cut.Load()
+			for _, a := range recent {
+				if a.id >= c && !f.Contains(a.key) {
+					t.Fatalf("at the end: key %s (id %d ≥ cut %d) missing", a.key, a.id, c)
+				}
+			}
+			t.Logf("%d filters retired, %d in the chain, file %d bytes", st.Retired, len(st.Filters), st.FileSize)
+		})
 	}
 }
