@@ -46,7 +46,7 @@ stops growing.
 
 A key added late (with an id below a newer filter's range) lives in that
 newer filter, and stays until it is retired. A file that has retired
-filters is format 1.2: an older library refuses it.
+filters carries the ring flag of format 1.2: older libraries refuse it.
 
 retire opens the file for writing (it refuses an interrupted or dirty
 file: repair it first), waits for the growth lock (--lock-timeout) and for
