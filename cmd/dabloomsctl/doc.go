@@ -13,6 +13,7 @@
 //	dabloomsctl verify FILE
 //	dabloomsctl repair FILE [--output NEW | --backup PATH] [--rebuild-from PATH] [--dry-run] [--wait D]
 //	dabloomsctl flush FILE
+//	dabloomsctl retire FILE --before ID [--no-flush]
 //	dabloomsctl backup FILE DEST [--wait D] [--force]
 //	dabloomsctl bench [--keys N] [--capacity N] [--error-rate P] [--dir DIR]
 //	dabloomsctl import-dablooms OLD NEW --capacity C --error-rate P [--counting] [--force]
@@ -126,9 +127,11 @@
 //	cannot be opened), condition (clean, unflushed, interrupted, dirty, or
 //	"unknown" if it cannot be opened), state (of the deep check), exit_code,
 //	mem_seqnum, disk_seqnum, phase, epoch, seqnum_meaning (a sentence),
-//	items, estimated_fpr, live_slots, dead_slots, closed_slots,
-//	interrupted_ops, slots (as in verify), findings (as in verify), and
-//	filters: [{index, first_id, last_id, capacity, items, fill,
+//	items, retired (filters retired since creation; absent if none),
+//	estimated_fpr, live_slots, dead_slots, closed_slots, interrupted_ops,
+//	slots (as in verify), findings (as in verify), and filters: [{index
+//	(position in the chain), entry (directory entry; absent unless it
+//	differs from index), first_id, last_id, capacity, items, fill,
 //	error_target, estimated_fpr, k, counters, bytes, offset, layout, hash,
 //	saturated (null if unknown), dirty}]
 //
@@ -145,6 +148,24 @@
 // dabloomsctl.flush/v1:
 //
 //	path, condition, mem_seqnum, disk_seqnum
+//
+// dabloomsctl.retire/v1 (written also when the retirement succeeded and
+// the flush or close after it failed):
+//
+//	path           string
+//	before         number   --before
+//	retired        number   filters this command retired (0: none qualified)
+//	retired_total  number   filters retired since the file was created
+//	filters        number   filters left in the chain (at least 1)
+//	first_filter   number   number (since creation) of the oldest one left
+//	first_id       number   smallest id the remaining filters hold (null if empty)
+//	last_id        number   largest id they hold (null if empty)
+//	items          number   items in the remaining filters
+//	file_size      number   bytes (a file never shrinks; retired blocks are holes)
+//	flushed        bool     the final flush succeeded
+//	condition      string   clean, unflushed
+//	mem_seqnum     number   after the command
+//	disk_seqnum    number   after the command (0: not clean)
 //
 // dabloomsctl.backup/v1:
 //

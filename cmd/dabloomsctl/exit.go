@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
@@ -92,6 +93,8 @@ func hintFor(err error) string {
 		return "another process has the file open (a repair in place waits for readers too): stop it, or raise --wait"
 	case errors.Is(err, scaling.ErrExists):
 		return "use --force to replace it"
+	case errors.Is(err, fs.ErrPermission):
+		return "add, remove, flush, retire and repair must write the file (and its directory, for a backup); inspect, verify and contains only read it"
 	}
 	return ""
 }

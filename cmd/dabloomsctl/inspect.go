@@ -21,8 +21,9 @@ type formatJSON struct {
 }
 
 type inspectFilterJSON struct {
-	Index        int     `json:"index"`
-	FirstID      *uint64 `json:"first_id"` // null while empty
+	Index        int     `json:"index"`           // position in the chain, oldest first
+	Entry        *int    `json:"entry,omitempty"` // directory entry; only when it is not index (a file that retired filters)
+	FirstID      *uint64 `json:"first_id"`        // null while empty
 	LastID       *uint64 `json:"last_id"`
 	Capacity     uint64  `json:"capacity"`
 	Items        uint64  `json:"items"`
@@ -55,6 +56,7 @@ type inspectJSON struct {
 	Epoch          uint64              `json:"epoch"`
 	SeqnumMeaning  string              `json:"seqnum_meaning"`
 	Items          uint64              `json:"items"`
+	Retired        uint64              `json:"retired,omitempty"` // filters retired since creation; absent if none
 	EstimatedFPR   float64             `json:"estimated_fpr"`
 	LiveSlots      int                 `json:"live_slots"`
 	DeadSlots      int                 `json:"dead_slots"`
@@ -145,13 +147,13 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 		out.Format = &formatJSON{Major: m.Major, Minor: m.Minor, Generation: m.Generation, Copy: string(rune('A' + which))}
 		out.Created = time.Unix(0, m.Created).UTC().Format(time.RFC3339)
 	}
-	saturated := map[int]uint64{}
+	saturated := map[int64]uint64{} // by offset: a filter's offset names it whatever its index means
 	out.State = out.Condition
 	if rep != nil {
 		rj := toReportJSON(rep)
 		out.State, out.Findings, out.Slots = rj.State, rj.Findings, rj.Slots
 		for _, fr := range rep.Filters {
-			saturated[fr.Index] = fr.Saturated
+			saturated[fr.Offset] = fr.Saturated
 		}
 		for _, s := range out.Slots {
 			switch s.Status {
@@ -172,15 +174,19 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 		out.ExitCode = exitUnclean
 	}
 	out.SeqnumMeaning = seqnumMeaning(st)
-	for _, fs := range st.Filters {
+	out.Retired = st.Retired
+	for j, fs := range st.Filters {
 		firstID, lastID := jsonIDs(fs.FirstID, fs.LastID)
 		fj := inspectFilterJSON{
-			Index: fs.Index, FirstID: firstID, LastID: lastID,
+			Index: j, FirstID: firstID, LastID: lastID,
 			Capacity: fs.Capacity, Items: fs.Count, Fill: fs.Fill, ErrorTarget: fs.ErrorTarget,
 			EstimatedFPR: fs.EstimatedFPR, K: fs.K, Counters: fs.Counters, Bytes: fs.Bytes, Offset: fs.Offset,
 			Layout: fs.Layout, Hash: fs.Hash, Dirty: fs.Dirty,
 		}
-		if s, ok := saturated[fs.Index]; ok {
+		if fs.Index != j {
+			fj.Entry = ptr(fs.Index)
+		}
+		if s, ok := saturated[fs.Offset]; ok {
 			fj.Saturated = &s
 		}
 		out.Filters = append(out.Filters, fj)
@@ -257,6 +263,9 @@ func writeInspect(w io.Writer, o *inspectJSON, fancy bool) {
 	fmt.Fprintf(w, "             %s\n", o.SeqnumMeaning)
 	fmt.Fprintf(w, "items:       %d in %d filter(s); estimated false-positive rate %s (bound %s)\n",
 		o.Items, len(o.Filters), fmtRate(o.EstimatedFPR), fmtRate(p.ErrorRate))
+	if o.Retired > 0 {
+		fmt.Fprintf(w, "retired:     %d filter(s) since the file was created: filter # below is number %d+# since then\n", o.Retired, o.Retired)
+	}
 	fmt.Fprintf(w, "writers:     %d live, %d dead (ended without closing), %d closed", o.LiveSlots, o.DeadSlots, o.ClosedSlots)
 	if o.InterruptedOps > 0 {
 		fmt.Fprintf(w, ", %d operation(s) cut short", o.InterruptedOps)
@@ -271,7 +280,18 @@ func writeInspect(w io.Writer, o *inspectJSON, fancy bool) {
 	}
 	fmt.Fprintln(w, "filters:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tids\tcapacity\titems\tfill\t\test.FPR\ttarget\tk\tsaturated\tdirty")
+	// A file that retired filters places them in directory entries that
+	// are not their positions: show the entry then (it is what findings
+	// and in-flight operations name).
+	entries := false
+	for _, f := range o.Filters {
+		entries = entries || f.Entry != nil
+	}
+	if entries {
+		fmt.Fprintln(tw, "  #\tentry\tids\tcapacity\titems\tfill\t\test.FPR\ttarget\tk\tsaturated\tdirty")
+	} else {
+		fmt.Fprintln(tw, "  #\tids\tcapacity\titems\tfill\t\test.FPR\ttarget\tk\tsaturated\tdirty")
+	}
 	for _, f := range o.Filters {
 		ids := "-"
 		if f.FirstID != nil {
@@ -285,8 +305,16 @@ func writeInspect(w io.Writer, o *inspectJSON, fancy bool) {
 		if f.Dirty {
 			dirty = "yes"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\t%5.1f%%\t%s\t%s\t%d\t%s\t%s\n",
-			f.Index, ids, f.Capacity, f.Items, fillBar(f.Fill, 20, fancy), 100*f.Fill,
+		fmt.Fprintf(tw, "  %d\t", f.Index)
+		if entries {
+			entry := f.Index
+			if f.Entry != nil {
+				entry = *f.Entry
+			}
+			fmt.Fprintf(tw, "%d\t", entry)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%5.1f%%\t%s\t%s\t%d\t%s\t%s\n",
+			ids, f.Capacity, f.Items, fillBar(f.Fill, 20, fancy), 100*f.Fill,
 			fmtRate(f.EstimatedFPR), fmtRate(f.ErrorTarget), f.K, sat, dirty)
 	}
 	tw.Flush()

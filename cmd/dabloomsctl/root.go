@@ -89,6 +89,7 @@ naming its version.
 		newVerifyCmd(a),
 		newRepairCmd(a),
 		newFlushCmd(a),
+		newRetireCmd(a),
 		newBackupCmd(a),
 		newBenchCmd(a),
 		newImportCmd(a),
