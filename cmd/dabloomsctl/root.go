@@ -93,6 +93,7 @@ naming its version.
 		newBackupCmd(a),
 		newBenchCmd(a),
 		newImportCmd(a),
+		newCompactCmd(a),
 	)
 	for _, c := range root.Commands() {
 		c.SilenceErrors, c.SilenceUsage = true, true
