@@ -72,9 +72,6 @@ it.`,
 		Example: `  dabloomsctl compact spam.dbl --from links.tsv
   dabloomsctl compact spam.dbl --from links.tsv --headroom 0.5 --json`,
 		Args: exactArgs(1),
-		// Hidden until the goldens and docs/CLI.md list it (see the report
-		// of the h-compact branch).
-		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runCompact(cmd.Context(), args[0], &o)
 		},

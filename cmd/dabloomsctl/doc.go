@@ -14,6 +14,7 @@
 //	dabloomsctl repair FILE [--output NEW | --backup PATH] [--rebuild-from PATH] [--dry-run] [--wait D]
 //	dabloomsctl flush FILE
 //	dabloomsctl retire FILE --before ID [--no-flush]
+//	dabloomsctl compact FILE --from KEYS [--capacity N] [--headroom F] [--wait D]
 //	dabloomsctl backup FILE DEST [--wait D] [--force]
 //	dabloomsctl bench [--keys N] [--capacity N] [--error-rate P] [--dir DIR]
 //	dabloomsctl import-dablooms OLD NEW --capacity C --error-rate P [--counting] [--force]
@@ -166,6 +167,24 @@
 //	condition      string   clean, unflushed
 //	mem_seqnum     number   after the command
 //	disk_seqnum    number   after the command (0: not clean)
+//
+// dabloomsctl.compact/v1 (written also when compact gave up: error and
+// exit_code then say why, and FILE is as it was):
+//
+//	path            string
+//	from            string   --from
+//	filters_before  number   filters in the chain before
+//	filters_after   number   filters after (1 unless --capacity was too small)
+//	counted         number   keys of --from in the id range (0 with --capacity)
+//	keys            number   keys added to the compacted file
+//	capacity        number   capacity of the compacted filter
+//	first_id        number   smallest id read from --from
+//	last_id         number   largest id read from --from
+//	size_before     number   bytes before
+//	size_after      number   bytes after
+//	seconds         number   time taken
+//	error           string   "" unless compact gave up
+//	exit_code       number   the command's exit code
 //
 // dabloomsctl.backup/v1:
 //

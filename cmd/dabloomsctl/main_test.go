@@ -366,7 +366,7 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"add", "backup", "bench", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "retire", "verify"}
+	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "retire", "verify"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("commands %v, want %v", names, want)
 	}
@@ -526,10 +526,10 @@ func TestJSONDocumented(t *testing.T) {
 			walk(f.Type)
 		}
 	}
-	for _, v := range []any{createJSON{}, bulkJSON{}, reportJSON{}, inspectJSON{}, repairJSON{}, flushJSON{}, backupJSON{}, benchJSON{}, importJSON{}, retireJSON{}} {
+	for _, v := range []any{createJSON{}, bulkJSON{}, reportJSON{}, inspectJSON{}, repairJSON{}, flushJSON{}, backupJSON{}, benchJSON{}, importJSON{}, retireJSON{}, compactJSON{}} {
 		walk(reflect.TypeOf(v))
 	}
-	for _, schema := range []string{"create", "add", "remove", "contains", "verify", "inspect", "repair", "flush", "backup", "bench", "import", "retire"} {
+	for _, schema := range []string{"create", "add", "remove", "contains", "verify", "inspect", "repair", "flush", "backup", "bench", "import", "retire", "compact"} {
 		for p, d := range docs {
 			if !strings.Contains(d, "dabloomsctl."+schema+"/v1") {
 				t.Errorf("%s: schema dabloomsctl.%s/v1 is not documented", p, schema)
