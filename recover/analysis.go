@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
+	"slices"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
@@ -37,6 +38,20 @@ type analysis struct {
 	which     int          // 0 = copy A, 1 = copy B
 	restore   int          // copy that Repair rewrites from the other, -1 if none
 	published uint64
+	// hotRetired is the hot retired word. When it is ahead of the
+	// directory's count (a retirement cut short, docs/FORMAT.md), meta is
+	// the directory without the filters it retired (dropped), as readers
+	// already use it, and Repair writes that directory to both copies.
+	hotRetired uint64
+	retiredBad bool                // the hot retired word cannot be right; Repair sets it to meta.Retired
+	dropped    []header.FilterDesc // filters a retirement cut short retired
+	// ring: the file has retired filters (FlagRing, or a retirement cut
+	// short): lines of unused entries and the space between and after the
+	// filters may hold what retired filters left, which is not damage.
+	ring bool
+	// bySlot is the index in filters of the filter in each directory
+	// entry, -1 for an entry the chain does not use.
+	bySlot [header.MaxFilters]int
 
 	hotOK      bool // the state word and the published count are plausible
 	state      uint64
@@ -95,6 +110,7 @@ type recInfo struct {
 	word, newVal             uint64 // evidence of the last CAS tried: word index + 1 (0 none), new value
 	ixSlot, ixFP             uint64 // the late-add index entry the operation changes (+1; 0 none) and its fingerprint
 	valid                    bool   // an in-flight record whose fields make sense
+	outside                  bool   // an in-flight record naming a directory entry the chain does not use (its filter was retired)
 	bad                      bool   // fields that cannot be right (idle or in flight)
 }
 
@@ -111,6 +127,32 @@ func (r *recInfo) dir() int64 {
 }
 
 func (a *analysis) word(off int64) uint64 { return le.Uint64(a.head[off:]) }
+
+// entry is the directory entry of filter i of the chain: it names the
+// filter's line, its salt and the filter in in-flight records, and
+// findings and reports name filters by it.
+func (a *analysis) entry(i int) int { return a.filters[i].desc.Slot }
+
+// line is the offset of the hot line of filter i of the chain.
+func (a *analysis) line(i int) int64 { return header.FilterLineOffset(a.filters[i].desc.Slot) }
+
+// chainIndex is the index in filters of the filter in directory entry e,
+// or -1 if the chain does not use it.
+func (a *analysis) chainIndex(e int) int {
+	if e < 0 || e >= header.MaxFilters {
+		return -1
+	}
+	return a.bySlot[e]
+}
+
+// entries turns indexes in filters into directory entries.
+func (a *analysis) entries(list []int) []int {
+	out := make([]int, len(list))
+	for j, i := range list {
+		out[j] = a.entry(i)
+	}
+	return out
+}
 
 func (a *analysis) note(s State, filter, slot int, off int64, field string, sentinel error, format string, args ...any) {
 	a.findings = append(a.findings, Finding{State: s, Filter: filter, Slot: slot, Offset: off, Field: field, Message: fmt.Sprintf(format, args...), Err: sentinel})
@@ -135,6 +177,7 @@ func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, erro
 		return a, nil
 	}
 	a.readHot()
+	a.checkSize()
 	a.readLines()
 	if err := a.readCounts(img); err != nil {
 		return nil, err
@@ -222,20 +265,26 @@ func (a *analysis) decodeMeta() bool {
 		return false
 	}
 	a.meta = a.metas[a.which]
+	return true
+}
+
+// checkSize compares the file's size with the end of the chain's last filter.
+func (a *analysis) checkSize() {
 	switch end := a.meta.End(); {
+	case a.size > end && a.ring:
+		a.note(Clean, -1, -1, end, "size", nil, "%d bytes after the last filter of the chain (space retired filters left, a growth cut short, or the file was extended); Repair drops them when it rewrites the file", a.size-end)
 	case a.size > end:
 		a.note(Clean, -1, -1, end, "size", nil, "%d bytes after the last filter (a growth was cut short, or the file was extended); Repair drops them", a.size-end)
 	case a.size < end:
 		var cut []int
-		for i, d := range a.meta.Filters {
+		for _, d := range a.meta.Filters {
 			if d.Offset+d.Length > a.size {
-				cut = append(cut, i)
+				cut = append(cut, d.Slot)
 			}
 		}
 		a.note(Corrupt, -1, -1, a.size, "size", header.ErrCorrupt,
 			"the file has %d bytes, but metadata copy %s lists filters up to byte %d: it was truncated; filters %v are cut short and need Rebuild", a.size, copyName[a.which], end, cut)
 	}
-	return true
 }
 
 // sameMeta reports whether two copies describe the same file (generations aside).
@@ -253,30 +302,91 @@ func (a *analysis) readHot() {
 	copy(a.stored[:], a.head[header.BootIDOffset:header.BootIDOffset+16])
 	a.bootMatch = a.stored == a.boot
 	a.hotOK = true
-	n := uint64(len(a.meta.Filters))
+	base, n := a.meta.Retired, uint64(len(a.meta.Filters))
 	if !seqnum.ValidEpoch(a.epoch) {
 		a.hotOK = false
 		a.note(Corrupt, -1, -1, header.StateOffset, "state", header.ErrCorrupt,
 			"state word %#x has epoch %d, which no file ever has: the hot page cannot be trusted; Rebuild re-adds every filter", a.state, a.epoch)
 	}
+	// published counts the filters ever appended: the directory lists
+	// those from base (meta.Retired) on.
 	switch {
-	case a.published > header.MaxFilters:
+	case a.published > base+header.MaxFilters:
 		a.hotOK = false
 		a.note(Corrupt, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
-			"published filter count %d exceeds %d: the hot page cannot be trusted; Rebuild re-adds every filter", a.published, header.MaxFilters)
-	case a.published > n:
+			"published filter count %d exceeds the %d retired plus %d: the hot page cannot be trusted; Rebuild re-adds every filter", a.published, base, header.MaxFilters)
+	case a.published > base+n:
 		a.note(Damaged, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
-			"published filter count %d exceeds the directory's %d; Repair sets it to %d", a.published, n, n)
-	case a.published < n:
+			"published filter count %d exceeds the directory's %d after %d retired; Repair sets it to %d", a.published, n, base, base+n)
+	case a.published <= base && base > 0:
+		a.note(Damaged, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
+			"published filter count %d is not past the %d filters retired: it cannot be right; Repair sets it to %d", a.published, base, base+n)
+	case a.published < base+n:
 		a.note(Clean, -1, -1, header.PublishedOffset, "published", nil,
-			"published filter count %d is behind the directory's %d (a growth was cut before its publication); Open and Repair set it", a.published, n)
+			"published filter count %d is behind the directory's %d (a growth was cut before its publication); Open and Repair set it", a.published, base+n)
 	}
+	a.readRetired()
 	for _, r := range [][2]int64{{header.HotReservedOffset, header.BootIDOffset}, {header.HotTailOffset, header.HotOffset + header.PageSize}} {
 		if off := firstNonZero(a.head[r[0]:r[1]]); off >= 0 {
 			a.hotUnused = true
 			a.note(Damaged, -1, -1, r[0]+int64(off), "hot page", header.ErrCorrupt, "reserved bytes of the hot page are not zero; Repair zeroes them")
 			break
 		}
+	}
+}
+
+// readRetired checks the hot retired word against the directory and, for
+// a retirement cut short, takes the chain readers use: the directory
+// without the filters the word passed (never the newest).
+func (a *analysis) readRetired() {
+	a.ring = a.meta.Flags&header.FlagRing != 0
+	a.hotRetired = a.word(header.RetiredOffset)
+	base, n := a.meta.Retired, uint64(len(a.meta.Filters))
+	pubOK := a.published > base && a.published <= base+n
+	switch r := a.hotRetired; {
+	case !a.hotOK:
+		// An untrusted hot page is started afresh (resetHot): the
+		// directory's count stands, and every filter is kept.
+	case r == base:
+	case r < base:
+		a.retiredBad = true
+		a.note(Damaged, -1, -1, header.RetiredOffset, "retired", header.ErrCorrupt,
+			"the hot retired word %d is behind the directory's %d retired filters (the word is raised first): it cannot be right; Repair sets it to %d", r, base, base)
+	case r > base+n-1 || (pubOK && r >= a.published):
+		a.retiredBad = true
+		a.note(Damaged, -1, -1, header.RetiredOffset, "retired", header.ErrCorrupt,
+			"the hot retired word %d would retire the newest filter (%d retired, %d listed, %d published): it cannot be right; Repair sets it to %d and retires nothing", r, base, n, a.published, base)
+	default:
+		drop := int(r - base)
+		a.dropped = slices.Clone(a.meta.Filters[:drop])
+		m := *a.meta
+		m.Filters = slices.Clone(a.meta.Filters[drop:])
+		m.Retired = r
+		m.Flags |= header.FlagRing
+		for c := range 2 {
+			if a.metas[c] != nil {
+				m.Generation = max(m.Generation, a.metas[c].Generation+1)
+			}
+		}
+		var gone []int
+		for _, d := range a.dropped {
+			gone = append(gone, d.Slot)
+		}
+		st, why, sentinel := Clean, "readers already skip them; the next RetireBefore or Repair finishes the retirement", error(nil)
+		if !a.ring {
+			// scaling refuses a file without FlagRing whose retired word
+			// is not zero: it does not open until Repair.
+			st, why, sentinel = Interrupted, "it was the file's first retirement, and the file does not open until Repair finishes it", scaling.ErrUnclean
+		}
+		a.note(st, -1, -1, header.RetiredOffset, "retired", sentinel,
+			"the hot retired word %d is ahead of the directory's %d: a retirement of the filters in entries %v was cut short (its process died before it rewrote the directory); %s", r, base, gone, why)
+		a.meta, a.ring = &m, true
+	}
+	for e := range a.bySlot {
+		a.bySlot[e] = -1
+	}
+	for i, d := range a.meta.Filters {
+		a.bySlot[d.Slot] = i
 	}
 }
 
@@ -293,16 +403,18 @@ func (a *analysis) readLines() {
 	n := len(a.meta.Filters)
 	a.filters = make([]filterInfo, n)
 	a.needRebuild = make([]bool, n)
-	for i := range header.MaxFilters {
-		off := header.FilterLineOffset(i)
-		line := a.head[off : off+header.LineSize]
-		if i >= n {
-			if !unusedLine(line) {
-				a.linesDirty = true
-				a.note(Damaged, i, -1, off, "filter line", header.ErrCorrupt, "line of unused directory entry %d is not empty; Repair zeroes it", i)
-			}
-			continue
+	for e := range header.MaxFilters {
+		off := header.FilterLineOffset(e)
+		// In a ring file the line of an entry the chain does not use may
+		// hold what its retired filter left: Repair zeroes it.
+		if a.bySlot[e] < 0 && !a.ring && !unusedLine(a.head[off:off+header.LineSize]) {
+			a.linesDirty = true
+			a.note(Damaged, e, -1, off, "filter line", header.ErrCorrupt, "line of unused directory entry %d is not empty; Repair zeroes it", e)
 		}
+	}
+	for i := range a.filters {
+		off := header.FilterLineOffset(a.meta.Filters[i].Slot)
+		line := a.head[off : off+header.LineSize]
 		fi := &a.filters[i]
 		fi.desc = a.meta.Filters[i]
 		fi.items = le.Uint64(line[header.FilterItemsOffset:])
@@ -321,19 +433,19 @@ func (a *analysis) readLines() {
 		switch {
 		case fi.lineExtra:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterReservedOffset, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+			a.note(Corrupt, a.entry(i), -1, off+header.FilterReservedOffset, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
 		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterMarkOffset, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
+			a.note(Corrupt, a.entry(i), -1, off+header.FilterMarkOffset, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
 		case fi.minID > fi.maxID && !(fi.minID == math.MaxUint64 && fi.maxID == 0):
 			fi.lineOK = false
-			a.note(Corrupt, i, -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
+			a.note(Corrupt, a.entry(i), -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
 		case !validIndexState(&fi.desc, fi.ixState):
-			a.note(Damaged, i, -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.IndexBytes() > 0], indexStateFor(&fi.desc))
+			a.note(Damaged, a.entry(i), -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.IndexBytes() > 0], indexStateFor(&fi.desc))
 		case i == n-1 && fi.sealed:
-			a.note(Damaged, i, -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
+			a.note(Damaged, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
-			a.note(Clean, i, -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
+			a.note(Clean, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
 		}
 		if !fi.lineOK {
 			a.needRebuild[i] = true
@@ -410,7 +522,7 @@ func (a *analysis) readCounters(img image) error {
 			}
 		}
 		if fi.tailOff >= 0 {
-			a.note(Damaged, i, -1, fi.tailOff, "counters", header.ErrCorrupt, "bytes after the filter's last counter are not zero; Repair zeroes them")
+			a.note(Damaged, a.entry(i), -1, fi.tailOff, "counters", header.ErrCorrupt, "bytes after the filter's last counter are not zero; Repair zeroes them")
 		}
 	}
 	return nil
@@ -471,6 +583,16 @@ func (a *analysis) readRecord(s, r int) {
 	}
 	si.inFlight++
 	a.anyInFlight = true
+	if a.ring && ri.filter() < header.MaxFilters && a.chainIndex(ri.filter()) < 0 && header.OpWord(ri.op).Op() != header.OpInvalid && header.OpWord(ri.op).Reserved() == 0 {
+		// Its filter was retired (docs/FORMAT.md, Retired filters): a
+		// live writer backs out by itself; a dead one's record is cleared.
+		ri.outside = true
+		if !si.live {
+			a.note(Interrupted, ri.filter(), s, off, "record", scaling.ErrUnclean,
+				"a dead writer's %s on directory entry %d, whose filter was retired, was cut short; Repair clears the record (the filter is gone)", opName(ri.op), ri.filter())
+		}
+		return
+	}
 	if why := a.recordFault(ri); why != "" {
 		ri.bad = true
 		si.garbage = true
@@ -483,7 +605,7 @@ func (a *analysis) readRecord(s, r int) {
 	}
 	ri.valid = true
 	if !si.live {
-		f := ri.filter()
+		f := a.chainIndex(ri.filter())
 		a.filters[f].recs = append(a.filters[f].recs, recRef{s, r})
 	}
 }
@@ -511,22 +633,23 @@ func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
 // or "" if they can.
 func (a *analysis) recordFault(ri *recInfo) string {
 	n := len(a.filters)
-	f := ri.filter()
+	e := ri.filter()
+	f := a.chainIndex(e)
 	switch {
 	case header.OpWord(ri.op).Op() == header.OpInvalid:
 		return "operation type 3"
 	case header.OpWord(ri.op).Reserved() != 0:
 		return "reserved bits of the op word are set"
-	case f >= n:
-		return fmt.Sprintf("filter %d is not in the %d-filter directory", f, n)
+	case f < 0:
+		return fmt.Sprintf("filter %d is not in the %d-filter directory", e, n)
 	}
 	if ri.ixSlot != 0 || ri.ixFP != 0 {
 		d := &a.filters[f].desc
 		switch {
 		case d.IndexBytes() == 0:
-			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, f)
+			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, e)
 		case ri.ixSlot&^header.IndexDone > uint64(d.IndexBytes()/header.IndexEntrySize) || ri.ixSlot == header.IndexDone:
-			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot&^header.IndexDone, f, d.IndexBytes()/header.IndexEntrySize)
+			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot&^header.IndexDone, e, d.IndexBytes()/header.IndexEntrySize)
 		case ri.ixFP <= header.IndexCleared || ri.ixFP > math.MaxUint32:
 			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.ixFP)
 		}
@@ -606,7 +729,7 @@ func (a *analysis) noteLiveOrPending() {
 	}
 	for i := range a.filters {
 		if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
-			a.note(Clean, i, -1, header.FilterLineOffset(i)+header.FilterPendingOffset, "pending", nil,
+			a.note(Clean, a.entry(i), -1, a.line(i)+header.FilterPendingOffset, "pending", nil,
 				"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
 		}
 	}
@@ -653,7 +776,7 @@ func (a *analysis) classifyUntrusted(dirtyList []int) {
 	default:
 		why = fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %s recorded with the dirty mark, now %s): an OS crash may have lost pages", hexBoot(a.stored), hexBoot(a.boot))
 	}
-	a.note(Dirty, -1, -1, header.BootIDOffset, "state", scaling.ErrUnclean, "%s; the filters marked dirty %v need Rebuild", why, dirtyList)
+	a.note(Dirty, -1, -1, header.BootIDOffset, "state", scaling.ErrUnclean, "%s; the filters marked dirty %v need Rebuild", why, a.entries(dirtyList))
 	for _, i := range dirtyList {
 		a.needRebuild[i] = true
 	}
@@ -674,7 +797,7 @@ func (a *analysis) classifyThisBoot(img image, dirtyList []int) error {
 	}
 	if deadInFlight == 0 {
 		a.note(Unflushed, -1, -1, header.StateOffset, "state", nil,
-			"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", dirtyList)
+			"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", a.entries(dirtyList))
 	}
 	a.changesToUnmarked()
 	if garbageDead {
@@ -712,14 +835,14 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 	fi.res = res
 	for _, rr := range fi.recs {
 		ri := &a.slots[rr.slot].recs[rr.rec]
-		a.note(Interrupted, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
+		a.note(Interrupted, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
 			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
 	}
 	if res.exact {
-		a.note(Interrupted, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
+		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
 	} else {
 		a.needRebuild[i] = true
-		a.note(Dirty, i, -1, header.FilterLineOffset(i), "filter", scaling.ErrUnclean,
+		a.note(Dirty, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,
 			"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)
 	}
 	return nil
@@ -739,7 +862,7 @@ func (a *analysis) changesToUnmarked() {
 			ri := &a.slots[rr.slot].recs[rr.rec]
 			if ri.changed != 0 || ri.doubt != 0 {
 				a.needRebuild[i] = true
-				a.note(Corrupt, i, rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", header.ErrCorrupt,
+				a.note(Corrupt, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", header.ErrCorrupt,
 					"a dead writer's record claims changes to a filter that is not marked dirty, which cannot happen: the filter needs Rebuild")
 			}
 		}
@@ -759,21 +882,21 @@ func (a *analysis) checkSums() {
 		}
 
 		k := uint64(fi.desc.K)
-		off := header.FilterLineOffset(i) + header.FilterItemsOffset
+		off := a.line(i) + header.FilterItemsOffset
 		recountable := fi.sat == 0 && fi.sum%k == 0 && fi.sum/k <= itemLimit(fi.desc.Capacity)
 		switch {
 		case fi.sat == 0 && fi.itemsOK && fi.sum == k*fi.items:
 		case recountable:
 			fi.recount = true
-			a.note(Damaged, i, -1, off, "items", header.ErrCorrupt,
+			a.note(Damaged, a.entry(i), -1, off, "items", header.ErrCorrupt,
 				"item count %d, but the counters sum to %d = %d × %d with none saturated; Repair sets the item count to %d", int64(fi.items), fi.sum, k, fi.sum/k, fi.sum/k)
 		case !fi.itemsOK:
 			a.needRebuild[i] = true
-			a.note(Corrupt, i, -1, off, "items", header.ErrCorrupt,
+			a.note(Corrupt, a.entry(i), -1, off, "items", header.ErrCorrupt,
 				"item count %d is impossible (capacity %d) and cannot be recounted (%d saturated counters, sum %d); the filter needs Rebuild", int64(fi.items), fi.desc.Capacity, fi.sat, fi.sum)
 		case fi.sat == 0:
 			a.needRebuild[i] = true
-			a.note(Corrupt, i, -1, fi.desc.Offset, "counters", header.ErrCorrupt,
+			a.note(Corrupt, a.entry(i), -1, fi.desc.Offset, "counters", header.ErrCorrupt,
 				"the counters sum to %d, which is not k × items = %d × %d, and none is saturated: the counters are damaged; the filter needs Rebuild", fi.sum, k, fi.items)
 		}
 	}
@@ -807,12 +930,12 @@ func (a *analysis) report(path string) *Report {
 	for i := range a.filters {
 		fi := &a.filters[i]
 		r.Filters = append(r.Filters, FilterReport{
-			Index: i, FirstID: fi.minID, LastID: fi.maxID, Sealed: fi.sealed, Capacity: fi.desc.Capacity, Items: fi.items,
+			Index: fi.desc.Slot, FirstID: fi.minID, LastID: fi.maxID, Sealed: fi.sealed, Capacity: fi.desc.Capacity, Items: fi.items,
 			K: fi.desc.K, Counters: fi.desc.Counters, CounterSum: fi.sum, Saturated: fi.sat, Dirty: fi.dirty,
 			Offset: fi.desc.Offset, Length: fi.desc.Length,
 		})
 		if a.needRebuild[i] {
-			r.NeedsRebuild = append(r.NeedsRebuild, i)
+			r.NeedsRebuild = append(r.NeedsRebuild, a.entry(i))
 		}
 	}
 	for s := range a.slots {

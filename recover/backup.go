@@ -229,7 +229,8 @@ func checkCopy(dst, bootID string, rep *BackupReport) error {
 type fingerprint struct {
 	size      int64
 	state     uint64 // the state word: phase and epoch
-	published uint64 // the number of published filters
+	published uint64 // the number of filters ever published
+	retired   uint64 // the hot retired word: the number of filters ever retired
 	meta      [2][]byte
 }
 
@@ -237,7 +238,7 @@ type fingerprint struct {
 var metaOffsets = [2]int64{header.MetaAOffset, header.MetaBOffset}
 
 func (p *fingerprint) equal(q *fingerprint) bool {
-	return p.size == q.size && p.state == q.state && p.published == q.published &&
+	return p.size == q.size && p.state == q.state && p.published == q.published && p.retired == q.retired &&
 		bytes.Equal(p.meta[0], q.meta[0]) && bytes.Equal(p.meta[1], q.meta[1])
 }
 
@@ -247,10 +248,14 @@ func (p *fingerprint) equal(q *fingerprint) bool {
 // word, the size and both copies can stay still for a whole copy while a
 // sync runs) would hold two copies that disagree, which is not the flushed
 // file. So both copies must decode and list the published number of filters.
+// A retirement raises the hot retired word, then rewrites the copies the
+// same way: both must also count the filters the word says are retired
+// (published counts every filter ever appended, the directory lists those
+// from its retired count on).
 func (p *fingerprint) settled() bool {
 	for c, off := range metaOffsets {
 		m, err := header.Decode(p.meta[c], off, p.size)
-		if err != nil || uint64(len(m.Filters)) != p.published {
+		if err != nil || m.Retired != p.retired || m.Retired+uint64(len(m.Filters)) != p.published {
 			return false
 		}
 	}
@@ -273,6 +278,9 @@ func readFingerprint(f *os.File) (*fingerprint, error) {
 		return nil, err
 	}
 	if fp.published, err = readWord(f, header.PublishedOffset); err != nil {
+		return nil, err
+	}
+	if fp.retired, err = readWord(f, header.RetiredOffset); err != nil {
 		return nil, err
 	}
 	return fp, nil

@@ -72,7 +72,7 @@ func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bo
 	if op == header.OpRemove {
 		what = "a Remove it completed"
 	}
-	p.act("filter %d: cleared late-add index entry %d of %s", i, slot-1, what)
+	p.act("filter %d: cleared late-add index entry %d of %s", a.entry(i), slot-1, what)
 	return nil
 }
 
@@ -123,14 +123,14 @@ func loadLate(a *analysis, img image, j int, withCounters bool) (*lateCopy, erro
 	if err := readFull(img, b, d.IndexOffset()); err != nil {
 		return nil, err
 	}
-	lc := &lateCopy{salt: counting4.Salt(j), e: make([]uint32, d.IndexBytes()/header.IndexEntrySize)}
+	lc := &lateCopy{salt: counting4.Salt(d.Slot), e: make([]uint32, d.IndexBytes()/header.IndexEntrySize)}
 	for k := range lc.e {
 		lc.e[k] = le.Uint32(b[k*header.IndexEntrySize:])
 	}
 	if withCounters && !a.needRebuild[j] {
 		cf, err := loadCounters(img, d)
 		if err != nil {
-			return nil, fmt.Errorf("filter %d: %w", j, err)
+			return nil, fmt.Errorf("filter %d: %w", a.entry(j), err)
 		}
 		lc.cf = cf
 	}
@@ -292,7 +292,7 @@ func (lk *lateKeys) heldElsewhere(key []byte, id uint64) bool {
 		if d.HashID == header.HashMurmur3Orig {
 			h = header.HashKeyOriginal(key)
 		} else {
-			h = header.HashKey(lk.seed, key) + counting4.Salt(j)
+			h = header.HashKey(lk.seed, key) + counting4.Salt(d.Slot)
 		}
 		if cf.Contains(h) {
 			return true
@@ -330,7 +330,7 @@ func (a *analysis) readCounts(img image) error {
 			// head was read: the bit precedes the count, so the word read
 			// after the counts names every count they hold.
 			var w [8]byte
-			if err := readFull(img, w[:], header.FilterLineOffset(i)+header.FilterWritersOffset); err != nil {
+			if err := readFull(img, w[:], a.line(i)+header.FilterWritersOffset); err != nil {
 				return err
 			}
 			fi.writers |= le.Uint64(w[:])
@@ -350,7 +350,7 @@ func (a *analysis) readCounts(img image) error {
 				// have reached the disk without the line's: the filter is
 				// rebuilt, and Repair zeroes the count then too.)
 				if !fi.dirty {
-					a.note(Damaged, i, s, header.CountOffset(d, s), "item counts", header.ErrCorrupt, "writer slot %d's item count %d is not named in the filter's writers word; Repair zeroes it", s, c)
+					a.note(Damaged, a.entry(i), s, header.CountOffset(d, s), "item counts", header.ErrCorrupt, "writer slot %d's item count %d is not named in the filter's writers word; Repair zeroes it", s, c)
 				}
 			}
 		}
@@ -374,14 +374,14 @@ func (p *patch) zeroStrayCounts(a *analysis, i int) {
 			p.changed = true
 		}
 	}
-	p.act("filter %d: zeroed the item counts of writers its line does not name", i)
+	p.act("filter %d: zeroed the item counts of writers its line does not name", a.entry(i))
 }
 
 // foldCounts makes filter i's item count v the line's alone: the writers'
 // counts are zeroed and the writers word cleared.
 func (p *patch) foldCounts(a *analysis, i int, v uint64) {
 	fi := &a.filters[i]
-	line := header.FilterLineOffset(i)
+	line := a.line(i)
 	p.put(line+header.FilterItemsOffset, v)
 	p.put(line+header.FilterWritersOffset, 0)
 	if !fi.desc.HasCounts() {

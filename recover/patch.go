@@ -21,8 +21,17 @@ type patch struct {
 	filters map[int64][]byte // rebuilt filters' counters, by file offset
 	size    int64
 	changed bool // anything differs from the original
-	actions []string
-	keys    uint64 // keys re-added by Rebuild
+	// tidy: the patch also drops or zeroes what retired filters left (the
+	// bytes after the chain, lines of unused entries), which alone is no
+	// reason to rewrite the file.
+	tidy bool
+	// ranges, for a ring file, are the byte ranges of the original the
+	// copy takes: the head and the chain's filters. The space between
+	// them held retired filters and is left a hole.
+	ranges        [][2]int64
+	metaRewritten bool // both metadata copies were written afresh
+	actions       []string
+	keys          uint64 // keys re-added by Rebuild
 }
 
 func (p *patch) act(format string, args ...any) {
@@ -52,6 +61,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	}
 	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int64][]byte{}, size: a.meta.End()}
 	p.fixMetaAndSize(a)
+	p.finishRetirement(a)
 	if !a.hotOK && src == nil {
 		p.actions = append(p.actions, "the hot page cannot be trusted: the file needs Rebuild")
 		return p, nil
@@ -81,10 +91,42 @@ func (p *patch) fixMetaAndSize(a *analysis) {
 		copy(p.head[a.restore*header.MetaSize:(a.restore+1)*header.MetaSize], a.head[a.which*header.MetaSize:(a.which+1)*header.MetaSize])
 		p.act("restored metadata copy %s from copy %s (generation %d)", copyName[a.restore], copyName[a.which], a.meta.Generation)
 	}
-	if a.size > p.size {
+	if a.ring {
+		p.ranges = append(p.ranges, [2]int64{0, header.DataOffset})
+		for _, d := range a.meta.Filters {
+			p.ranges = append(p.ranges, [2]int64{d.Offset, d.Offset + d.Length})
+		}
+	}
+	if a.size > p.size && a.ring {
+		p.tidy = true
+		p.actions = append(p.actions, fmt.Sprintf("dropped %d bytes after the last filter of the chain", a.size-p.size))
+	} else if a.size > p.size {
 		p.act("dropped %d bytes after the last filter", a.size-p.size)
 	} else if a.size < p.size {
 		p.act("extended the truncated file from %d to %d bytes", a.size, p.size)
+	}
+}
+
+// finishRetirement finishes a retirement cut short (a.dropped), or undoes
+// a hot retired word that cannot be right: it writes the directory readers
+// use (a.meta) to both metadata copies and the hot retired word to match.
+// The retired filters' lines are zeroed by resetHot, their bytes left out
+// of the copy (p.ranges), and records on them cleared by freeDeadSlots.
+func (p *patch) finishRetirement(a *analysis) {
+	if len(a.dropped) > 0 {
+		for c := range 2 {
+			header.Encode(p.head[c*header.MetaSize:(c+1)*header.MetaSize], a.meta)
+		}
+		p.metaRewritten = true
+		var gone []int
+		for _, d := range a.dropped {
+			gone = append(gone, d.Slot)
+		}
+		p.act("finished a retirement cut short: wrote the directory without the filters in entries %v (%d retired in all, generation %d)", gone, a.meta.Retired, a.meta.Generation)
+	}
+	if a.retiredBad && a.hotOK {
+		p.put(header.RetiredOffset, a.meta.Retired)
+		p.act("set the hot retired word %d to the directory's %d", a.hotRetired, a.meta.Retired)
 	}
 }
 
@@ -99,12 +141,22 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 		p.act("reset the hot page, filter lines and writer slots")
 		epoch = 0
 	}
-	n := len(a.filters)
-	p.put(header.PublishedOffset, uint64(n))
+	n := uint64(len(a.filters))
+	p.put(header.PublishedOffset, a.meta.Retired+n)
+	p.put(header.RetiredOffset, a.meta.Retired)
 	p.zero(header.HotReservedOffset, header.BootIDOffset)
 	p.zero(header.HotTailOffset, header.HotOffset+header.PageSize)
-	for i := n; i < header.MaxFilters; i++ {
-		off := header.FilterLineOffset(i)
+	for e := range header.MaxFilters {
+		if a.chainIndex(e) >= 0 {
+			continue
+		}
+		off := header.FilterLineOffset(e)
+		if a.ring {
+			// What a retired filter left: not a reason to rewrite.
+			clear(p.head[off : off+header.LineSize])
+			p.tidy = true
+			continue
+		}
 		p.zero(off, off+header.LineSize)
 	}
 	return epoch
@@ -137,9 +189,9 @@ func (p *patch) endCutShort(a *analysis, img image) (bump map[recRef]bool, err e
 		}
 		p.foldCounts(a, i, uint64(items))
 		if res.exact {
-			p.act("filter %d: %s", i, res.summary())
+			p.act("filter %d: %s", a.entry(i), res.summary())
 		} else {
-			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", i, len(res.choice), res.why)
+			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", a.entry(i), len(res.choice), res.why)
 		}
 	}
 	return bump, nil
@@ -200,26 +252,26 @@ func (p *patch) fixLines(a *analysis, img image) error {
 	n := len(a.filters)
 	for i := range a.filters {
 		fi := &a.filters[i]
-		line := header.FilterLineOffset(i)
+		line := a.line(i)
 		if fi.strayCounts && !a.needRebuild[i] {
 			p.zeroStrayCounts(a, i)
 		}
 		if fi.lineOK {
 			if fi.pending != 0 {
-				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", i, fi.pending)
+				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", a.entry(i), fi.pending)
 			}
 			p.put(line+header.FilterPendingOffset, 0)
 			p.zero(line+header.FilterReservedOffset, line+header.LineSize)
 		}
 		if !validIndexState(&fi.desc, fi.ixState) {
 			p.put(line+header.FilterIndexOffset, indexStateFor(&fi.desc))
-			p.act("filter %d: late-add index state %d set to %d", i, fi.ixState, indexStateFor(&fi.desc))
+			p.act("filter %d: late-add index state %d set to %d", a.entry(i), fi.ixState, indexStateFor(&fi.desc))
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
 				return err
 			}
-			p.act("filter %d: zeroed the bytes after the last counter", i)
+			p.act("filter %d: zeroed the bytes after the last counter", a.entry(i))
 		}
 		if want := i < n-1; fi.lineOK && fi.sealed != want && !a.needRebuild[i] {
 			v := fi.maxID
@@ -227,12 +279,12 @@ func (p *patch) fixLines(a *analysis, img image) error {
 				v |= header.Sealed
 			}
 			p.put(line+header.FilterMaxIDOffset, v)
-			p.act("filter %d: id range %s", i, map[bool]string{true: "sealed", false: "unsealed"}[want])
+			p.act("filter %d: id range %s", a.entry(i), map[bool]string{true: "sealed", false: "unsealed"}[want])
 		}
 		if fi.recount && !a.needRebuild[i] {
 			v := fi.sum / uint64(fi.desc.K)
 			p.foldCounts(a, i, v)
-			p.act("filter %d: item count %d recounted from the counters: %d", i, int64(fi.items), v)
+			p.act("filter %d: item count %d recounted from the counters: %d", a.entry(i), int64(fi.items), v)
 		}
 	}
 	return nil
@@ -269,7 +321,7 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 	next := min(epoch+1, seqnum.MaxEpoch)
 	switch {
 	case len(left) == 0:
-		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 {
+		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 || p.metaRewritten {
 			p.put(header.StateOffset, seqnum.Pack(next, seqnum.Clean))
 			p.put(header.DiskSeqOffset, mem)
 			p.put(header.FlushCountOffset, le.Uint64(p.head[header.FlushCountOffset:])+1)
@@ -286,13 +338,13 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 		p.put(header.DiskSeqOffset, 0)
 		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
 		for _, i := range left {
-			p.put(header.FilterLineOffset(i)+header.FilterMarkOffset, next)
+			p.put(a.line(i)+header.FilterMarkOffset, next)
 		}
 		p.act("left filters %v marked dirty: they need Rebuild", left)
 	default:
 		p.put(header.DiskSeqOffset, 0)
 		for _, i := range left {
-			p.put(header.FilterLineOffset(i)+header.FilterMarkOffset, epoch)
+			p.put(a.line(i)+header.FilterMarkOffset, epoch)
 		}
 		p.actions = append(p.actions, fmt.Sprintf("filters %v need Rebuild", left))
 	}
@@ -307,7 +359,7 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 		if fi.lineOK && fi.itemsOK {
 			continue
 		}
-		line := header.FilterLineOffset(i)
+		line := a.line(i)
 		items := uint64(0)
 		if fi.sat == 0 && fi.sum%uint64(fi.desc.K) == 0 {
 			items = fi.sum / uint64(fi.desc.K)
@@ -367,12 +419,12 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	words := make([]uint64, d.CounterBytes()/8)
 	cf, err := counting4.New(words, counting4.Layout(d.LayoutID), d.Counters, d.K)
 	if err != nil {
-		return fmt.Errorf("filter %d: %w", i, err)
+		return fmt.Errorf("filter %d: %w", a.entry(i), err)
 	}
 	lo, hi, ask := a.rangeFor(i)
 	var salt uint64
 	if d.HashID == header.HashXXH64Seeded {
-		salt = counting4.Salt(i)
+		salt = counting4.Salt(d.Slot)
 	}
 	seed := a.meta.Params.Seed
 	// Late Adds (docs/FORMAT.md, Late-add index) are read from the file as
@@ -448,7 +500,7 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		le.PutUint64(b[j*8:], w)
 	}
 	p.filters[d.Offset] = b
-	line := header.FilterLineOffset(i)
+	line := a.line(i)
 	p.foldCounts(a, i, count)
 	p.put(line+header.FilterMarkOffset, 0)
 	if i < len(a.filters)-1 {
@@ -469,11 +521,11 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	p.zero(line+header.FilterReservedOffset, line+header.LineSize)
 	p.keys += count
 	if late > 0 {
-		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", i, lo, hi, count, late)
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", a.entry(i), lo, hi, count, late)
 	} else if ask {
-		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", i, lo, hi, count)
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", a.entry(i), lo, hi, count)
 	} else {
-		p.act("filter %d: rebuilt empty (its id range is empty)", i)
+		p.act("filter %d: rebuilt empty (its id range is empty)", a.entry(i))
 	}
 	return nil
 }
@@ -540,8 +592,18 @@ func (p *patch) writeTo(dst io.WriterAt) error {
 // apply returns a patched copy of img (in memory).
 func (p *patch) apply(img image) ([]byte, error) {
 	out := make([]byte, p.size)
-	if err := readFull(img, out[:min(p.size, img.Size())], 0); err != nil {
-		return nil, err
+	if p.ranges == nil {
+		p.ranges = [][2]int64{{0, p.size}}
+		defer func() { p.ranges = nil }()
+	}
+	for _, rg := range p.ranges {
+		lo, hi := rg[0], min(rg[1], p.size, img.Size())
+		if lo >= hi {
+			continue
+		}
+		if err := readFull(img, out[lo:hi], lo); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.writeTo(bytesImage(out)); err != nil {
 		return nil, err

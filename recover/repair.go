@@ -86,7 +86,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if err != nil {
 		return a.report(path), err
 	}
-	if inPlace && !p.changed && a.size == p.size {
+	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
 		rep := a.report(path)
 		rep.Actions = append(p.actions, "nothing to repair: the file was left as it is, and no backup was written")
 		return rep, nil
@@ -215,7 +215,26 @@ func (r *replacement) write(orig *original, p *patch) error {
 	if st, e := orig.f.Stat(); e == nil {
 		r.tmp.Chmod(st.Mode().Perm())
 	}
-	if n, e := io.Copy(r.tmp, io.NewSectionReader(orig.f, 0, p.size)); e != nil || n != min(p.size, orig.size) {
+	if p.ranges != nil {
+		// A ring file: the head and the chain's filters; the space that
+		// retired filters left stays a hole.
+		if e := r.tmp.Truncate(p.size); e != nil {
+			return r.fail(e)
+		}
+		for _, rg := range p.ranges {
+			lo, hi := rg[0], min(rg[1], p.size, orig.size)
+			if lo >= hi {
+				continue
+			}
+			w := io.NewOffsetWriter(r.tmp, lo)
+			if n, e := io.Copy(w, io.NewSectionReader(orig.f, lo, hi-lo)); e != nil || n != hi-lo {
+				if e == nil {
+					e = io.ErrShortWrite
+				}
+				return r.fail(e)
+			}
+		}
+	} else if n, e := io.Copy(r.tmp, io.NewSectionReader(orig.f, 0, p.size)); e != nil || n != min(p.size, orig.size) {
 		if e == nil {
 			e = io.ErrShortWrite
 		}

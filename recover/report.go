@@ -27,7 +27,7 @@ type Report struct {
 	BootMatches bool   // the boot identity recorded with the dirty mark is this machine's current one
 	FileSize    int64
 	Params      header.Params
-	// NeedsRebuild lists the filters whose counters cannot be trusted: Rebuild
+	// NeedsRebuild lists the filters (directory entries) whose counters cannot be trusted: Rebuild
 	// re-adds their keys from the application's data.
 	NeedsRebuild []int
 	// Actions lists what Repair or Rebuild did (or, with DryRun, would do).
@@ -39,6 +39,9 @@ type Report struct {
 
 // FilterReport describes one filter of the chain.
 type FilterReport struct {
+	// Index is the filter's directory entry (header.FilterDesc.Slot, as
+	// scaling's Stats names it): its place in the chain in a file without
+	// retired filters, not in a ring file (Report.Filters is in chain order).
 	Index           int
 	FirstID, LastID uint64 // id range of the filter line (MaxUint64, 0 while empty)
 	Sealed          bool   // the range no longer widens (a newer filter exists)
@@ -55,7 +58,7 @@ type FilterReport struct {
 type OpRecord struct {
 	Slot, Record int
 	Op           string // "add" or "remove" (or "invalid(n)")
-	Filter       int
+	Filter       int    // directory entry; in a ring file, possibly one whose filter was retired
 	Hash         uint64 // key hash of the filter (salted for native-hash filters)
 	Changed      uint64 // bit j: position j's counter differs from before the operation
 	Doubt        uint64 // bit j: the change of position j may or may not have happened

@@ -116,11 +116,12 @@ func unchanged(f *os.File, a *analysis, size int64) bool {
 	if err := readFull(img, meta, 0); err != nil || !bytes.Equal(meta, a.head[:len(meta)]) {
 		return false
 	}
-	if size < header.PublishedOffset+8 {
+	if size < header.RetiredOffset+8 {
 		return true
 	}
-	var w [8]byte
-	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == a.word(header.PublishedOffset)
+	var w [header.RetiredOffset + 8 - header.PublishedOffset]byte // from the published count to the retired word
+	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == a.word(header.PublishedOffset) &&
+		le.Uint64(w[header.RetiredOffset-header.PublishedOffset:]) == a.word(header.RetiredOffset)
 }
 
 // openRegular opens path as mmapfile.OpenRegular does (without blocking,
