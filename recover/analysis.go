@@ -372,14 +372,8 @@ func (a *analysis) readRetired() {
 		for _, d := range a.dropped {
 			gone = append(gone, d.Slot)
 		}
-		st, why, sentinel := Clean, "readers already skip them; the next RetireBefore or Repair finishes the retirement", error(nil)
-		if !a.ring {
-			// scaling refuses a file without FlagRing whose retired word
-			// is not zero: it does not open until Repair.
-			st, why, sentinel = Interrupted, "it was the file's first retirement, and the file does not open until Repair finishes it", scaling.ErrUnclean
-		}
-		a.note(st, -1, -1, header.RetiredOffset, "retired", sentinel,
-			"the hot retired word %d is ahead of the directory's %d: a retirement of the filters in entries %v was cut short (its process died before it rewrote the directory); %s", r, base, gone, why)
+		a.note(Clean, -1, -1, header.RetiredOffset, "retired", nil,
+			"the hot retired word %d is ahead of the directory's %d: a retirement of the filters in entries %v was cut short (its process died before it rewrote the directory); readers already skip them, and the next read-write Open, RetireBefore or Repair finishes the retirement", r, base, gone)
 		a.meta, a.ring = &m, true
 	}
 	for e := range a.bySlot {
