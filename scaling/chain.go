@@ -18,10 +18,13 @@ type chain struct {
 	// base+len(f), and retired the hot retired word this chain was built
 	// from (see current).
 	base, end, retired uint64
-	hasMurmur          bool     // some filter uses the original's hash
-	frontier           uint64   // the largest id of the sealed filters' ranges (see route)
-	anySealed          bool     // some sealed filter has a non-empty range
-	keep               *mapKeep // keeps the mapping while the chain is in use
+	// dirRetired is the directory's count of retired filters: below
+	// retired while a retirement is unfinished (see RetireBefore).
+	dirRetired uint64
+	hasMurmur  bool     // some filter uses the original's hash
+	frontier   uint64   // the largest id of the sealed filters' ranges (see route)
+	anySealed  bool     // some sealed filter has a non-empty range
+	keep       *mapKeep // keeps the mapping while the chain is in use
 }
 
 type member struct {
@@ -49,7 +52,7 @@ type member struct {
 
 func (f *Filter) loadChain(m *header.Meta) error {
 	old := f.chain.Load()
-	c := &chain{base: m.Retired, retired: atomic.LoadUint64(f.retired)}
+	c := &chain{base: m.Retired, retired: atomic.LoadUint64(f.retired), dirRetired: m.Retired}
 	if old != nil {
 		c.keep = old.keep
 	} else {

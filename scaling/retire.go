@@ -37,6 +37,12 @@ func (f *Filter) RetireBefore(id uint64) (int, error) {
 		return 0, err
 	}
 	defer g.n.Add(-1)
+	if c, err := f.current(); err == nil && !retirable(c, id) && atomic.LoadUint64(f.retired) <= c.dirRetired {
+		// Nothing to retire and no retirement to finish: no need for the
+		// growth lock, which a window retiring every hour from several
+		// processes would otherwise take turns on.
+		return 0, nil
+	}
 	unlock, err := f.lockGrowth()
 	if err != nil {
 		return 0, err
@@ -71,6 +77,17 @@ func (f *Filter) RetireBefore(id uint64) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// retirable reports whether the oldest filter of c (not the newest) lies
+// wholly below id, as RetireBefore decides under the lock.
+func retirable(c *chain, id uint64) bool {
+	if len(c.f) < 2 {
+		return false
+	}
+	m := c.f[0]
+	lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
+	return lo > hi || hi < id
 }
 
 // retireFront retires the first n filters of m, called with the growth
