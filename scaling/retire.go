@@ -19,14 +19,17 @@ import (
 // Keys added with ids inside a retired filter's range are forgotten (that
 // is the point: a time window). A key added late (an id below a newer
 // filter's range, see Add) lives in that newer filter and is forgotten
-// with it. An empty filter counts as lying below any id.
+// with it. An empty filter counts as lying below any id but 0. A filter
+// holding only late Adds reads as empty; its keys' ids lie at or below the
+// ranges of the filters before it, so they are below id by the time it is
+// reached.
 //
 // A file with retired filters has version 1.2 (the FlagRing feature
 // flag); a library that does not know it refuses the file.
 //
 // RetireBefore is crash-safe like a growth: it stores the new count of
 // retired filters in the hot page before it rewrites the directory, and
-// a read-write Open, a growth, Repair or the next RetireBefore finishes a
+// a read-write Open, Repair or the next RetireBefore finishes a
 // retirement cut short.
 func (f *Filter) RetireBefore(id uint64) (int, error) {
 	if _, err := f.writableChain(); err != nil {
@@ -62,10 +65,12 @@ func (f *Filter) RetireBefore(id uint64) (int, error) {
 		n = int(min(r-m.Retired, uint64(len(m.Filters)-1)))
 	}
 	for n < len(m.Filters)-1 {
-		i := m.Filters[n].Slot
-		lo := atomic.LoadUint64(f.filterWord(i, header.FilterMinIDOffset))
-		hi := atomic.LoadUint64(f.filterWord(i, header.FilterMaxIDOffset)) & header.MaxID
-		if lo <= hi && hi >= id {
+		// The max id alone decides: it is the word the seal guards, and
+		// an Add widens it before the min id (and before its counters),
+		// so a filter an Add with an id at or above the cut is entering
+		// reads hi ≥ id here. An empty filter's max id is 0.
+		hi := atomic.LoadUint64(f.filterWord(m.Filters[n].Slot, header.FilterMaxIDOffset)) & header.MaxID
+		if hi >= id {
 			break
 		}
 		n++
@@ -85,9 +90,7 @@ func retirable(c *chain, id uint64) bool {
 	if len(c.f) < 2 {
 		return false
 	}
-	m := c.f[0]
-	lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-	return lo > hi || hi < id
+	return atomic.LoadUint64(c.f[0].maxID)&header.MaxID < id
 }
 
 // retireFront retires the first n filters of m, called with the growth
@@ -193,8 +196,12 @@ var errRetired = errors.New("dablooms: filter retired")
 // retiredUnder reports whether m has been retired since the caller's chain
 // was read: an operation that claimed a record on m checks it after the
 // record is published, and backs out if so (see retireFront).
-func (f *Filter) retiredUnder(m *member) bool {
-	return m.seq < atomic.LoadUint64(f.retired) && !skipRetiredCheck
+func (f *Filter) retiredUnder(m *member) bool { return m.gone() }
+
+// gone reports whether m has been retired. A member that is gone must not
+// touch its line any more: the entry may already hold a new filter.
+func (m *member) gone() bool {
+	return m.seq < atomic.LoadUint64(m.retired) && !skipRetiredCheck
 }
 
 // Test hooks: routeHook runs after an Add is routed to m, before its

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -479,5 +480,104 @@ func TestRetireConcurrent(t *testing.T) {
 			}
 			t.Logf("%d filters retired, %d in the chain, file %d bytes", st.Retired, len(st.Filters), st.FileSize)
 		})
+	}
+}
+
+// TestRetireWidenRace: an Add that has widened the newest filter's max id
+// to X but not yet its min id, when that filter is sealed by a growth and
+// RetireBefore(X) runs, must keep the filter: the max id alone decides.
+// (Found by review: deciding by "empty" (min > max) retired the filter
+// and lost the key.) The Add is driven through the calls add makes.
+func TestRetireWidenRace(t *testing.T) {
+	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
+	for i := range 100 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := f.current()
+	if err := f.grow(c.end, true); err != nil { // an empty newest filter
+		t.Fatal(err)
+	}
+	c, _ = f.current()
+	const id = 500
+	key := []byte("the-key")
+	h := f.hash(c, key)
+	m, late, sh := route(c, id, h.native)
+	if m == nil || late || m != c.f[len(c.f)-1] {
+		t.Fatalf("route: %v %v", m, late)
+	}
+	kh := m.keyHash(h)
+	r := f.claimRecord(kh, header.OpAdd, m.idx)
+	if f.retiredUnder(m) {
+		t.Fatal("retired already")
+	}
+	if err := f.ensureDirty(m.mark); err != nil {
+		t.Fatal(err)
+	}
+	// widen's first half: the max id.
+	if v := atomic.LoadUint64(m.maxID); v&header.Sealed != 0 || !atomic.CompareAndSwapUint64(m.maxID, v, id) {
+		t.Fatal("max CAS")
+	}
+	vmin := atomic.LoadUint64(m.minID)
+	// Preempted here: other Adds fill the filter and a growth seals it.
+	atomic.AddUint64(m.pend, 99)
+	if err := f.grow(c.end, true); err != nil {
+		t.Fatal(err)
+	}
+	atomic.AddUint64(m.pend, ^uint64(98))
+	type res struct {
+		n   int
+		err error
+	}
+	rc := make(chan res, 1)
+	go func() { n, err := f.RetireBefore(id); rc <- res{n, err} }()
+	deadline := time.Now().Add(2 * time.Second)
+	for atomic.LoadUint64(f.retired) < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // a retirement of the filter would now wait for the record
+	if !atomic.CompareAndSwapUint64(m.minID, vmin, id) {
+		t.Fatal("min CAS failed")
+	}
+	var pos [counting4.MaxK]uint64
+	p := pos[:m.desc.K]
+	m.cf.Positions(kh, p)
+	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
+	m.count(1)
+	m.release(sh)
+	r.finish(true) // the Add returns nil
+	got := <-rc
+	if got.err != nil || got.n != 1 {
+		t.Fatalf("RetireBefore(%d) = %d, %v; want 1 (the first filter only)", id, got.n, got.err)
+	}
+	if !f.Contains(key) {
+		t.Fatalf("key with id %d (= the cut) lost", id)
+	}
+}
+
+// TestRetireForgedWord: a hot retired word raised past the newest filter
+// under an open handle is corruption: operations fail, and the chain does
+// not grow to its end. (Found by review: each Add backed out, leaked an
+// admission, grew the chain, and repeated until ErrFull at 64 filters.)
+func TestRetireForgedWord(t *testing.T) {
+	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
+	for i := range 300 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := len(f.Stats().Filters)
+	atomic.StoreUint64(f.retired, 1<<40)
+	err := f.Add([]byte("x"), 1000)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Add with a forged retired word: %v, want ErrCorrupt", err)
+	}
+	if !f.Contains([]byte("k1")) {
+		t.Fatal("Contains must not rule a key out when the chain cannot be read")
+	}
+	atomic.StoreUint64(f.retired, 0)
+	if st := f.Stats(); len(st.Filters) != n {
+		t.Fatalf("%d filters after the forged word, was %d", len(st.Filters), n)
 	}
 }
