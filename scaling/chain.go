@@ -28,18 +28,20 @@ type chain struct {
 }
 
 type member struct {
-	desc  header.FilterDesc
-	cf    *counting4.Filter
-	idx   int    // the directory entry (desc.Slot): names the line and the filter in records
-	seq   uint64 // the chain's filter number (retired once the hot retired word passes it)
-	salt  uint64 // added to the native hash (0 for the original's hash)
-	items *uint64
-	pend  *uint64 // Adds admitted and not yet counted in items (see admit)
-	mark  *uint64
-	minID *uint64
-	maxID *uint64
-	ix    lateIndex // empty for a filter without one
-	quota [quotaShards]quotaShard
+	desc header.FilterDesc
+	cf   *counting4.Filter
+	idx  int    // the directory entry (desc.Slot): names the line and the filter in records
+	seq  uint64 // the chain's filter number (retired once the hot retired word passes it)
+	// retired is the hot retired word (see gone).
+	retired *uint64
+	salt    uint64 // added to the native hash (0 for the original's hash)
+	items   *uint64
+	pend    *uint64 // Adds admitted and not yet counted in items (see admit)
+	mark    *uint64
+	minID   *uint64
+	maxID   *uint64
+	ix      lateIndex // empty for a filter without one
+	quota   [quotaShards]quotaShard
 
 	// Per-writer item counts (header/counts.go); counts is nil for a filter
 	// without them, which counts in items alone.
@@ -59,6 +61,12 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		c.keep = &mapKeep{r: f.r}
 	}
 	dir := m.Filters
+	if c.retired >= c.base+uint64(len(dir)) {
+		// It would retire the newest filter, which no retirement does:
+		// the hot page is damaged (checked at Open too, see validateHot).
+		return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired",
+			Reason: fmt.Sprintf("%d filters retired, the chain ends at %d", c.retired, c.base+uint64(len(dir))), Err: header.ErrCorrupt}
+	}
 	if c.retired > c.base {
 		// A retirement stored in the hot word and not yet in the directory
 		// (in progress, or its process died): lookups stop asking its
@@ -82,7 +90,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			return &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
 		}
 		mb := &member{
-			desc: d, cf: cf, idx: i, seq: seq,
+			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired,
 			items: f.filterWord(i, header.FilterItemsOffset), pend: f.filterWord(i, header.FilterPendingOffset),
 			mark:  f.filterWord(i, header.FilterMarkOffset),
 			minID: f.filterWord(i, header.FilterMinIDOffset), maxID: f.filterWord(i, header.FilterMaxIDOffset),

@@ -431,6 +431,9 @@ func routeLegacy(c *chain, id uint64) *member {
 // unadmit leaves pending too high: the filter looks fuller, which is safe,
 // until Repair zeroes it.
 func (m *member) admit(limit uint64) bool {
+	if m.gone() {
+		return false
+	}
 	p := atomic.AddUint64(m.pend, 1)
 	if m.itemCount()+p <= limit {
 		return true

@@ -50,6 +50,9 @@ func quotaChunk(c uint64) uint64 {
 // returns the shard the admission came from, or nil if it was admitted one
 // at a time (admit) or not at all (ok false).
 func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) {
+	if m.gone() {
+		return nil, false // the caller grows, which finds the new chain
+	}
 	chunk := quotaChunk(m.desc.Capacity)
 	if chunk < 2 || atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
 		// (No reservation on a sealed filter: a chain read before the
@@ -88,6 +91,16 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 // not hand out, and releases the Adds they handed out that have finished;
 // it returns how much the pending word went down.
 func (m *member) reclaim() uint64 {
+	if m.gone() {
+		// The line may be another filter's now: drop the shards only.
+		for i := range m.quota {
+			m.quota[i].mu.Lock()
+			m.quota[i].left = 0
+			m.quota[i].done.Store(0)
+			m.quota[i].mu.Unlock()
+		}
+		return 0
+	}
 	var total uint64
 	for i := range m.quota {
 		s := &m.quota[i]
