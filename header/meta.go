@@ -297,7 +297,7 @@ func decodeDirectory(b []byte, base, fileSize int64, ring bool) ([]FilterDesc, u
 				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "order list without the FlagRing feature flag")
 			}
 		}
-	} else if retired > MaxID {
+	} else if retired > MaxID-MaxFilters {
 		return nil, 0, corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d is beyond any chain", retired)
 	}
 	var used [MaxFilters]bool
