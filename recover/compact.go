@@ -30,10 +30,12 @@ type CompactOptions struct {
 	// a negative value means none). Ignored with Capacity.
 	Headroom float64
 	// FirstID and LastID bound the ids the Source is asked for. Zero
-	// values mean the whole store: LastID header.MaxID; FirstID 0, or, for
-	// a file that has retired filters (scaling.Filter.RetireBefore), the
-	// first id of the oldest filter left, so that compaction does not bring
-	// back the keys retirement forgot.
+	// values mean the whole store: [0, header.MaxID]. In a file that has
+	// retired filters (scaling.Filter.RetireBefore), set FirstID to the
+	// cut last passed to RetireBefore, so that keys the Source still holds
+	// below the window do not come back. The file cannot tell: a key added
+	// late (docs/FORMAT.md, Late-add index) lives in a filter whose range
+	// starts above its id, so the oldest range left is not a safe bound.
 	FirstID, LastID uint64
 	// Wait is how long to wait for other handles to close the file; 0
 	// refuses at once with ErrBusy.
@@ -150,7 +152,7 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 		return nil, fmt.Errorf("%w: %s", ErrUnrepairable, path)
 	}
 	rep := &CompactReport{Path: path, FiltersBefore: len(a.filters), SizeBefore: size}
-	rep.FirstID, rep.LastID = compactRange(a, &opt)
+	rep.FirstID, rep.LastID = compactRange(&opt)
 
 	rep.Capacity = opt.Capacity
 	if rep.Capacity == 0 {
@@ -210,26 +212,10 @@ func lockForCompact(path string, wait time.Duration) (*os.File, int64, *exclusiv
 
 // compactRange is the id range Compact asks the Source for (see
 // CompactOptions.FirstID).
-func compactRange(a *analysis, opt *CompactOptions) (first, last uint64) {
+func compactRange(opt *CompactOptions) (first, last uint64) {
 	first, last = opt.FirstID, opt.LastID
 	if last == 0 {
 		last = header.MaxID
-	}
-	if first == 0 && a.meta.Retired > 0 {
-		// The lines of the directory's filters (a ring: entry j of the
-		// directory is line Slot).
-		first = math.MaxUint64
-		for _, d := range a.meta.Filters {
-			line := a.head[header.FilterLineOffset(d.Slot):]
-			lo := le.Uint64(line[header.FilterMinIDOffset:])
-			hi := le.Uint64(line[header.FilterMaxIDOffset:]) & header.MaxID
-			if lo <= hi {
-				first = min(first, lo)
-			}
-		}
-		if first == math.MaxUint64 {
-			first = 0 // every filter left is empty
-		}
 	}
 	return first, last
 }

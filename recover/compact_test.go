@@ -298,8 +298,9 @@ func TestCompactCapacity(t *testing.T) {
 	}
 }
 
-// TestCompactRetired: after RetireBefore, Compact asks the Source only for
-// the ids from the oldest filter left.
+// TestCompactRetired: after RetireBefore, Compact asks the Source for every
+// id unless FirstID names the window's cut; a key added late (an id below
+// the oldest range left, but at or above the cut) survives the default.
 func TestCompactRetired(t *testing.T) {
 	dir := t.TempDir()
 	path := chainFile(t, dir, 100, 1000)
@@ -307,21 +308,58 @@ func TestCompactRetired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := f.RetireBefore(501)
-	if err != nil || n != 5 {
+	n, err := f.RetireBefore(451)
+	if err != nil || n != 4 {
 		t.Fatalf("RetireBefore: %d, %v", n, err)
+	}
+	// Id 460 is below the ranges left (501 on) and above the cut: a late Add.
+	late := []byte("late-key")
+	if err := f.Add(late, 460); err != nil {
+		t.Fatal(err)
 	}
 	f.Flush()
 	f.Close()
-	for _, fr := range verifyT(t, path).Filters {
-		t.Logf("filter %d: ids %d..%d", fr.Index, fr.FirstID, fr.LastID)
+	src := func(first, last uint64, add func([]byte, uint64) error) error {
+		if err := keysSource(1000)(first, last, add); err != nil {
+			return err
+		}
+		if first <= 460 && 460 <= last {
+			return add(late, 460)
+		}
+		return nil
 	}
-	rep, err := Compact(path, keysSource(1000), &CompactOptions{BootID: testBoot})
+	copyPath := filepath.Join(dir, "copy.dbl")
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.FirstID != 501 || rep.Keys != 500 || rep.FiltersBefore != 5 || rep.FiltersAfter != 1 {
-		t.Errorf("report %+v", *rep)
+	if err := os.WriteFile(copyPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Compact(path, src, &CompactOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FirstID != 0 || rep.Keys != 1001 || rep.FiltersBefore != 6 || rep.FiltersAfter != 1 {
+		t.Errorf("default range: report %+v", *rep)
+	}
+	rep, err = Compact(copyPath, src, &CompactOptions{BootID: testBoot, FirstID: 451})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FirstID != 451 || rep.Keys != 551 || rep.FiltersAfter != 1 {
+		t.Errorf("FirstID 451: report %+v", *rep)
+	}
+	for _, p := range []string{path, copyPath} {
+		g, err := scaling.Open(p, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := g.Contains(late)
+		g.Close()
+		if !found {
+			t.Fatalf("%s: the late key (id 460, cut 451) was lost by Compact", p)
+		}
 	}
 }
 

@@ -59,8 +59,8 @@ twice, once to count the keys and once to add them, unless --capacity gives
 the size. Every key is added with its id, so remove KEY --id ID still finds
 it. Keys that are in FILE but not in KEYS are gone afterwards (up to the
 false-positive rate). The seed, error rate, growth factor, tightening ratio
-and counter layout stay those of FILE. In a file with retired filters only
-the ids from the oldest filter left are read.
+and counter layout stay those of FILE. Every id of KEYS is read: for a file
+with retired filters, give KEYS only the keys of the window you keep.
 
 The new file is built beside FILE under a hidden temporary name, flushed,
 verified and renamed over FILE: an error or a crash leaves FILE as it was
