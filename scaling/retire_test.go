@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -579,5 +580,53 @@ func TestRetireForgedWord(t *testing.T) {
 	atomic.StoreUint64(f.retired, 0)
 	if st := f.Stats(); len(st.Filters) != n {
 		t.Fatalf("%d filters after the forged word, was %d", len(st.Filters), n)
+	}
+}
+
+// TestRetireVersion10File: a file written by version 1.0 (filters without
+// extra pages) retires like any other and becomes a 1.2 ring file whose
+// window's keys all survive a reopen.
+func TestRetireVersion10File(t *testing.T) {
+	requireFiles(t)
+	path := filepath.Join(t.TempDir(), "v10.dbl")
+	layout10 = true
+	f, err := Create(path, &Options{Capacity: 100, GrowthFactor: 1, Seed: 3})
+	if err != nil {
+		layout10 = false
+		t.Fatal(err)
+	}
+	for i := range 500 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			layout10 = false
+			t.Fatal(err)
+		}
+	}
+	layout10 = false
+	if m := readMetaOf(t, path); m.Flags != 0 {
+		t.Fatalf("a 1.0-layout file carries flags %#x", m.Flags)
+	}
+	if n, err := f.RetireBefore(250); err != nil || n == 0 {
+		t.Fatalf("RetireBefore = %d, %v", n, err)
+	}
+	for i := 500; i < 800; i++ { // the new filters have extra pages
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := readMetaOf(t, path); m.Flags&header.FlagRing == 0 || m.Retired == 0 {
+		t.Fatalf("after retiring: flags %#x, retired %d", m.Flags, m.Retired)
+	}
+	g, err := Open(path, &OpenOptions{AllowUnclean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	for i := 250; i < 800; i++ {
+		if !g.Contains(fmt.Appendf(nil, "k%d", i)) {
+			t.Fatalf("key %d lost", i)
+		}
 	}
 }
