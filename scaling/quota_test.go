@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestChunkedAdmissionNeverOverfills: two handles on one file, four
@@ -72,5 +73,40 @@ func TestChunkedAdmissionNeverOverfills(t *testing.T) {
 				t.Fatal("with the capacity check skipped no filter overfilled: the test cannot see overfill")
 			}
 		})
+	}
+}
+
+// TestWrappedPendingStillGrows: a pending word that wrapped below zero (a
+// damaged file, or a release that landed on a reused line) must neither
+// hang an Add nor keep the chain from growing.
+func TestWrappedPendingStillGrows(t *testing.T) {
+	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
+	c, _ := f.current()
+	atomic.StoreUint64(c.f[0].pend, ^uint64(4)) // -5
+	done := make(chan error, 1)
+	go func() {
+		for i := range 1000 {
+			if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Adds hang with a wrapped pending word")
+	}
+	if n := len(f.Stats().Filters); n < 5 {
+		t.Fatalf("%d filters for 1000 keys of capacity 100", n)
+	}
+	for i := range 1000 {
+		if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+			t.Fatalf("key %d lost", i)
+		}
 	}
 }
