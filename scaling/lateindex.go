@@ -55,7 +55,7 @@ func (f *Filter) allocIndex(m *member) error {
 	if m.ix.allocated() {
 		return nil
 	}
-	if f.retiredUnder(m) {
+	if m.gone() {
 		// Retired while this Add waited: its line and blocks may already
 		// be another filter's. (Under the growth lock nothing is retired.)
 		return errRetired

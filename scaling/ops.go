@@ -175,7 +175,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			// flush protocol's half of a Dekker handshake: a flush that froze
 			// writers then sees this operation in flight).
 			r = f.claimRecord(kh, header.OpAdd, m.idx)
-			if f.retiredUnder(m) {
+			if m.gone() {
 				// Retired since the chain was read: back out without
 				// touching its line again (its entry may be reused) and
 				// route again.
@@ -268,7 +268,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	m.cf.Positions(kh, p)
 	// Record first, then read the state word (see add).
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
-	if f.retiredUnder(m) {
+	if m.gone() {
 		// The filter holding the key was retired since the chain was
 		// read: the key is gone with it (see add).
 		r.finish(false)

@@ -193,19 +193,17 @@ func (f *Filter) routeAgain() (*chain, error) {
 // begin (allocIndex found it so under the growth lock).
 var errRetired = errors.New("dablooms: filter retired")
 
-// retiredUnder reports whether m has been retired since the caller's chain
-// was read: an operation that claimed a record on m checks it after the
-// record is published, and backs out if so (see retireFront).
-func (f *Filter) retiredUnder(m *member) bool { return m.gone() }
-
-// gone reports whether m has been retired. A member that is gone must not
-// touch its line any more: the entry may already hold a new filter.
+// gone reports whether m has been retired since the caller's chain was
+// read. A member that is gone must not touch its line any more: the entry
+// may already hold a new filter. An operation that claimed a record on m
+// checks it after the record is published, and backs out if so (see
+// retireFront).
 func (m *member) gone() bool {
 	return m.seq < atomic.LoadUint64(m.retired) && !skipRetiredCheck
 }
 
 // Test hooks: routeHook runs after an Add is routed to m, before its
-// record is claimed; skipRetiredCheck disables retiredUnder (the negative
+// record is claimed; skipRetiredCheck disables gone (the negative
 // control of TestRetireRacingAdd).
 var (
 	routeHook        func(m *member)

@@ -510,7 +510,7 @@ func TestRetireWidenRace(t *testing.T) {
 	}
 	kh := m.keyHash(h)
 	r := f.claimRecord(kh, header.OpAdd, m.idx)
-	if f.retiredUnder(m) {
+	if m.gone() {
 		t.Fatal("retired already")
 	}
 	if err := f.ensureDirty(m.mark); err != nil {
