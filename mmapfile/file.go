@@ -460,10 +460,7 @@ func (mf *File) GrowSparse(size, allocated int64) error {
 func (mf *File) Allocate(off, n int64) error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
-	if err := mf.writable(); err != nil {
-		return err
-	}
-	if err := checkRange(off, n, mf.size); err != nil {
+	if err := mf.writableRange(off, n); err != nil {
 		return err
 	}
 	return mf.allocate(off, n)
@@ -477,10 +474,7 @@ func (mf *File) Allocate(off, n int64) error {
 func (mf *File) Discard(off, n int64) error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
-	if err := mf.writable(); err != nil {
-		return err
-	}
-	if err := checkRange(off, n, mf.size); err != nil {
+	if err := mf.writableRange(off, n); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -493,6 +487,15 @@ func (mf *File) Discard(off, n int64) error {
 		return fmt.Errorf("punching a hole in %s [%d, +%d): %w", mf.path, off, n, err)
 	}
 	return nil
+}
+
+// writableRange refuses a change to [off, off+n) of a closed or read-only
+// file, or outside the file; called with mu held.
+func (mf *File) writableRange(off, n int64) error {
+	if err := mf.writable(); err != nil {
+		return err
+	}
+	return checkRange(off, n, mf.size)
 }
 
 // writable refuses a change to a closed or read-only file; called with mu

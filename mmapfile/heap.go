@@ -3,7 +3,6 @@ package mmapfile
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 )
 
 // Heap is a Region in ordinary memory. Each Grow (and Replace) adds a
@@ -125,9 +124,7 @@ func (h *Heap) Discard(off, n int64) error {
 	if err != nil {
 		return err
 	}
-	for i := range w {
-		atomic.StoreUint64(&w[i], 0)
-	}
+	zeroWords(w)
 	return nil
 }
 

@@ -175,3 +175,39 @@ func TestHeapReplaceAndDiscard(t *testing.T) {
 		t.Fatal("Replace beyond the end succeeded")
 	}
 }
+
+// plainRegion hides Heap's Discard: a Region that cannot give storage back.
+type plainRegion struct{ Region }
+
+func TestZero(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    func(h *Heap) Region
+	}{{"Discarder", func(h *Heap) Region { return h }}, {"plain Region", func(h *Heap) Region { return plainRegion{h} }}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHeap(4096)
+			w, err := h.Words(0, 512)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range w {
+				w[i] = ^uint64(0)
+			}
+			if err := Zero(tc.r(h), 1024, 2048); err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range w {
+				want := ^uint64(0)
+				if i >= 128 && i < 384 {
+					want = 0
+				}
+				if v != want {
+					t.Fatalf("word %d = %#x after Zero, want %#x", i, v, want)
+				}
+			}
+			if err := Zero(tc.r(h), 4000, 1024); err == nil {
+				t.Fatal("Zero past the end succeeded")
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -43,6 +44,27 @@ type Sparse interface {
 type Discarder interface {
 	Region
 	Discard(off, n int64) error
+}
+
+// Zero zeroes [off, off+n) of r (off and n multiples of 8): a Discarder
+// gives the range's storage back, any other Region has its words cleared
+// with atomic stores (lookups may still read them).
+func Zero(r Region, off, n int64) error {
+	if d, ok := r.(Discarder); ok {
+		return d.Discard(off, n)
+	}
+	w, err := r.Words(off, n/8)
+	if err != nil {
+		return err
+	}
+	zeroWords(w)
+	return nil
+}
+
+func zeroWords(w []uint64) {
+	for i := range w {
+		atomic.StoreUint64(&w[i], 0)
+	}
 }
 
 // Detacher is a Region whose backing can be released while slices of it

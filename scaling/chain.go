@@ -338,7 +338,7 @@ func placeFilter(r mmapfile.Region, d *header.FilterDesc) error {
 	size := r.Size()
 	if d.Offset < size {
 		n := min(d.Offset+d.Length, size) - d.Offset
-		if err := discard(r, d.Offset, n); err != nil {
+		if err := mmapfile.Zero(r, d.Offset, n); err != nil {
 			return err
 		}
 		alloc := d.Offset + d.Length
@@ -354,21 +354,6 @@ func placeFilter(r mmapfile.Region, d *header.FilterDesc) error {
 		}
 	}
 	return growFilter(r, d)
-}
-
-// discard zeroes [off, off+n) of r, giving its blocks back where r can.
-func discard(r mmapfile.Region, off, n int64) error {
-	if d, ok := r.(mmapfile.Discarder); ok {
-		return d.Discard(off, n)
-	}
-	w, err := r.Words(off, n/8)
-	if err != nil {
-		return err
-	}
-	for i := range w {
-		atomic.StoreUint64(&w[i], 0)
-	}
-	return nil
 }
 
 // growFilter grows r to the end of filter d, leaving d's late-add index

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // RetireBefore retires, oldest first, every filter whose whole id range
@@ -137,7 +138,7 @@ func (f *Filter) retireFront(m *header.Meta, n int) error {
 		return nil // retired; the blocks stay until the space is reused
 	}
 	for _, d := range gone {
-		if err := discard(f.r, d.Offset, d.Length); err != nil {
+		if err := mmapfile.Zero(f.r, d.Offset, d.Length); err != nil {
 			return fmt.Errorf("releasing the blocks of retired filter %d: %w", d.Slot, err)
 		}
 	}
