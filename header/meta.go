@@ -85,15 +85,21 @@ func (m *Meta) End() int64 {
 	return end
 }
 
-// FreeSlot returns the lowest directory entry no filter of the chain
-// uses, or -1 if all MaxFilters are in use.
-func (m *Meta) FreeSlot() int {
-	var used [MaxFilters]bool
+// Slots returns the directory entries the chain uses: bit e for entry e.
+func (m *Meta) Slots() uint64 {
+	var used uint64
 	for i := range m.Filters {
-		used[m.Filters[i].Slot] = true
+		used |= 1 << m.Filters[i].Slot
 	}
-	for s, u := range used {
-		if !u {
+	return used
+}
+
+// FreeSlot returns the lowest directory entry that no filter of the chain
+// uses and avoid does not name (bit e: entry e), or -1 if there is none.
+func (m *Meta) FreeSlot(avoid uint64) int {
+	taken := m.Slots() | avoid
+	for s := range MaxFilters {
+		if taken&(1<<s) == 0 {
 			return s
 		}
 	}
@@ -117,17 +123,6 @@ func (m *Meta) Place(length int64) int64 {
 		at = max(at, sp[1])
 	}
 	return at
-}
-
-// BySlot returns the index in Filters of the filter in directory entry
-// slot, or -1.
-func (m *Meta) BySlot(slot int) int {
-	for i := range m.Filters {
-		if m.Filters[i].Slot == slot {
-			return i
-		}
-	}
-	return -1
 }
 
 // Encode writes m into dst, which must be MetaSize bytes, and seals it with a

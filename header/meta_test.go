@@ -873,8 +873,17 @@ func TestDecodeRingHostile(t *testing.T) {
 
 func TestMetaPlaceAndFreeSlot(t *testing.T) {
 	m := ringMeta() // entries 2, 0, 1 with a two-page gap at DataOffset
-	if got := m.FreeSlot(); got != 3 {
+	if got := m.FreeSlot(0); got != 3 {
 		t.Fatalf("FreeSlot = %d, want 3", got)
+	}
+	if got := m.FreeSlot(1<<3 | 1<<5); got != 4 {
+		t.Fatalf("FreeSlot avoiding 3 and 5 = %d, want 4", got)
+	}
+	if got := m.FreeSlot(^uint64(0)); got != -1 {
+		t.Fatalf("FreeSlot avoiding every entry = %d, want -1", got)
+	}
+	if got := m.Slots(); got != 0b111 {
+		t.Fatalf("Slots = %b, want 111", got)
 	}
 	if got := m.Place(PageSize); got != DataOffset {
 		t.Fatalf("Place(one page) = %d, want the gap at %d", got, DataOffset)
@@ -887,16 +896,10 @@ func TestMetaPlaceAndFreeSlot(t *testing.T) {
 		t.Fatalf("Place(three pages) = %d, want the end %d", got, want)
 	}
 	m.Filters = append(m.Filters[:1], m.Filters[2:]...) // entry 0 retired
-	if got := m.FreeSlot(); got != 0 {
+	if got := m.FreeSlot(0); got != 0 {
 		t.Fatalf("FreeSlot = %d, want 0", got)
 	}
 	if got := m.Place(PageSize + 1); got != DataOffset {
 		t.Fatalf("Place after a retirement = %d, want %d", got, DataOffset)
-	}
-	if i := m.BySlot(1); i != 1 {
-		t.Fatalf("BySlot(1) = %d, want 1", i)
-	}
-	if i := m.BySlot(0); i != -1 {
-		t.Fatalf("BySlot(0) = %d, want -1", i)
 	}
 }

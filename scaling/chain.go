@@ -259,18 +259,12 @@ func (f *Filter) grow(seenEnd uint64, appendOne bool) error {
 // and that no dead writer's record names (Repair would apply that record
 // to the new filter).
 func (f *Filter) freeSlot(m *header.Meta) (int, error) {
-	var used uint64
-	for _, d := range m.Filters {
-		used |= 1 << d.Slot
-	}
-	dead, err := f.waitRecords(^used)
+	dead, err := f.waitRecords(^m.Slots())
 	if err != nil {
 		return -1, err
 	}
-	for s := range header.MaxFilters {
-		if (used|dead)&(1<<s) == 0 {
-			return s, nil
-		}
+	if s := m.FreeSlot(dead); s >= 0 {
+		return s, nil
 	}
 	return -1, fmt.Errorf("%w: the chain ends at %d filters: every directory entry is in use or named by an interrupted operation", ErrFull, len(m.Filters))
 }

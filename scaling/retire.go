@@ -117,12 +117,9 @@ func (f *Filter) retireFront(m *header.Meta, n int) error {
 	if err := f.sync(header.HotOffset, header.PageSize); err != nil {
 		return err
 	}
-	gone := m.Filters[:n:n]
-	var slots uint64
-	for _, d := range gone {
-		slots |= 1 << d.Slot
-	}
+	gone, all := m.Filters[:n:n], m.Slots()
 	m.Filters = m.Filters[n:]
+	slots := all &^ m.Slots() // the retired filters' entries
 	m.Retired = r
 	m.Flags |= header.FlagRing
 	if err := f.writeMeta(m); err != nil {
