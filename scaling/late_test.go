@@ -248,11 +248,7 @@ func TestVersion10FileOpensAndGrows(t *testing.T) {
 			t.Fatalf("Remove of late%d: %v", i, err)
 		}
 	}
-	b = mustRead(t, path)
-	p, err := header.Pick(b, int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := readMetaOf(t, path)
 	if p.Minor != header.VersionMinor || p.Flags != header.FlagExtras || p.Filters[0].Extra != 0 || p.Filters[1].IndexBytes() == 0 || !p.Filters[1].HasCounts() {
 		t.Fatalf("after growth: version 1.%d, flags %#x, filter 0 extra %d bytes, filter 1 index %d bytes", p.Minor, p.Flags, p.Filters[0].Extra, p.Filters[1].IndexBytes())
 	}

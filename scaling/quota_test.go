@@ -86,7 +86,7 @@ func TestWrappedPendingStillGrows(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for i := range 1000 {
-			if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			if err := f.Add(kKey(i), uint64(i)); err != nil {
 				done <- err
 				return
 			}
@@ -105,7 +105,7 @@ func TestWrappedPendingStillGrows(t *testing.T) {
 		t.Fatalf("%d filters for 1000 keys of capacity 100", n)
 	}
 	for i := range 1000 {
-		if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+		if !f.Contains(kKey(i)) {
 			t.Fatalf("key %d lost", i)
 		}
 	}

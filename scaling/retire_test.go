@@ -24,11 +24,7 @@ func TestRetireBefore(t *testing.T) {
 	for _, mode := range []storeMode{inMemory, inFile} {
 		t.Run(string(mode), func(t *testing.T) {
 			f, _ := newStore(t, mode, &Options{Capacity: 100, GrowthFactor: 1})
-			for i := range 1000 {
-				if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			addKeys(t, f, 0, 1000)
 			before := f.Stats()
 			if len(before.Filters) < 5 {
 				t.Fatalf("only %d filters", len(before.Filters))
@@ -47,13 +43,13 @@ func TestRetireBefore(t *testing.T) {
 				t.Fatalf("after: retired %d, %d filters from id %d; before %d filters", after.Retired, len(after.Filters), after.Filters[0].FirstID, len(before.Filters))
 			}
 			for i := int(cut); i < 1000; i++ {
-				if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+				if !f.Contains(kKey(i)) {
 					t.Fatalf("key %d (id ≥ %d) lost", i, cut)
 				}
 			}
 			gone := 0
 			for i := range int(cut) {
-				if !f.Contains(fmt.Appendf(nil, "k%d", i)) {
+				if !f.Contains(kKey(i)) {
 					gone++
 				}
 			}
@@ -161,11 +157,7 @@ func TestRetireSeenByOtherHandles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	for i := range 600 {
-		if err := a.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, a, 0, 600)
 	if !ro.Contains([]byte("k0")) || !b.Contains([]byte("k0")) {
 		t.Fatal("k0 missing before the retirement")
 	}
@@ -180,7 +172,7 @@ func TestRetireSeenByOtherHandles(t *testing.T) {
 		}
 		gone := 0
 		for i := range 300 {
-			if !h.Contains(fmt.Appendf(nil, "k%d", i)) {
+			if !h.Contains(kKey(i)) {
 				gone++
 			}
 		}
@@ -189,13 +181,9 @@ func TestRetireSeenByOtherHandles(t *testing.T) {
 		}
 	}
 	size := a.Stats().FileSize
-	for i := 600; i < 900; i++ {
-		if err := b.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, b, 600, 900)
 	for i := 400; i < 900; i++ {
-		if !a.Contains(fmt.Appendf(nil, "k%d", i)) || !ro.Contains(fmt.Appendf(nil, "k%d", i)) {
+		if !a.Contains(kKey(i)) || !ro.Contains(kKey(i)) {
 			t.Fatalf("key %d missing", i)
 		}
 	}
@@ -219,11 +207,7 @@ func TestRetireRacingAdd(t *testing.T) {
 	for _, control := range []bool{false, true} {
 		t.Run(fmt.Sprintf("control=%v", control), func(t *testing.T) {
 			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
-			for i := range 300 {
-				if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			addKeys(t, f, 0, 300)
 			first := f.Stats().Filters[0]
 			var once sync.Once
 			routed := make(chan struct{})
@@ -267,11 +251,7 @@ func TestRetireRacingAdd(t *testing.T) {
 // reader finds on reopen; a file that never retired keeps no ring flag.
 func TestRetireFlags(t *testing.T) {
 	f, path := newStore(t, inFile, &Options{Capacity: 100, GrowthFactor: 1})
-	for i := range 300 {
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 0, 300)
 	m := readMetaOf(t, path)
 	if m.Flags&header.FlagRing != 0 {
 		t.Fatal("FlagRing set before any retirement")
@@ -302,12 +282,23 @@ func TestRetireFlags(t *testing.T) {
 	}
 }
 
+// kKey is key i of these tests, added with id i (addKeys).
+func kKey(i int) []byte { return fmt.Appendf(nil, "k%d", i) }
+
+// addKeys adds kKey(i) with id i for every i in [lo, hi).
+func addKeys(t testing.TB, f *Filter, lo, hi int) {
+	t.Helper()
+	for i := lo; i < hi; i++ {
+		if err := f.Add(kKey(i), uint64(i)); err != nil {
+			t.Fatalf("Add of key %d: %v", i, err)
+		}
+	}
+}
+
+// readMetaOf decodes the newest valid metadata copy of the file at path.
 func readMetaOf(t *testing.T, path string) *header.Meta {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustRead(t, path)
 	p, err := header.Pick(b, int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
@@ -321,11 +312,7 @@ func readMetaOf(t *testing.T, path string) *header.Meta {
 // is finished by the next read-write Open.
 func TestRetireCutShortFinishedByOpen(t *testing.T) {
 	f, path := newStore(t, inFile, &Options{Capacity: 100, GrowthFactor: 1})
-	for i := range 500 {
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 0, 500)
 	before := f.Stats()
 	if err := f.Flush(); err != nil {
 		t.Fatal(err)
@@ -362,8 +349,8 @@ func TestRetireCutShortFinishedByOpen(t *testing.T) {
 		t.Fatalf("after a read-write open: retired %d, %d filters, flags %#x", m.Retired, len(m.Filters), m.Flags)
 	}
 	from := before.Filters[2].FirstID
-	for i := from; i < 500; i++ {
-		if !g.Contains(fmt.Appendf(nil, "k%d", i)) {
+	for i := int(from); i < 500; i++ {
+		if !g.Contains(kKey(i)) {
 			t.Fatalf("key %d lost", i)
 		}
 	}
@@ -491,11 +478,7 @@ func TestRetireConcurrent(t *testing.T) {
 // and lost the key.) The Add is driven through the calls add makes.
 func TestRetireWidenRace(t *testing.T) {
 	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
-	for i := range 100 {
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 0, 100)
 	c, _ := f.current()
 	if err := f.grow(c.end, true); err != nil { // an empty newest filter
 		t.Fatal(err)
@@ -563,11 +546,7 @@ func TestRetireWidenRace(t *testing.T) {
 // admission, grew the chain, and repeated until ErrFull at 64 filters.)
 func TestRetireForgedWord(t *testing.T) {
 	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
-	for i := range 300 {
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 0, 300)
 	n := len(f.Stats().Filters)
 	atomic.StoreUint64(f.retired, 1<<40)
 	err := f.Add([]byte("x"), 1000)
@@ -589,18 +568,13 @@ func TestRetireForgedWord(t *testing.T) {
 func TestRetireVersion10File(t *testing.T) {
 	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "v10.dbl")
-	layout10 = true
+	layout10 = true // the filters of the first 500 keys: version 1.0's
+	t.Cleanup(func() { layout10 = false })
 	f, err := Create(path, &Options{Capacity: 100, GrowthFactor: 1, Seed: 3})
 	if err != nil {
-		layout10 = false
 		t.Fatal(err)
 	}
-	for i := range 500 {
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			layout10 = false
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 0, 500)
 	layout10 = false
 	if m := readMetaOf(t, path); m.Flags != 0 {
 		t.Fatalf("a 1.0-layout file carries flags %#x", m.Flags)
@@ -608,11 +582,7 @@ func TestRetireVersion10File(t *testing.T) {
 	if n, err := f.RetireBefore(250); err != nil || n == 0 {
 		t.Fatalf("RetireBefore = %d, %v", n, err)
 	}
-	for i := 500; i < 800; i++ { // the new filters have extra pages
-		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addKeys(t, f, 500, 800) // the new filters have extra pages
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +595,7 @@ func TestRetireVersion10File(t *testing.T) {
 	}
 	defer g.Close()
 	for i := 250; i < 800; i++ {
-		if !g.Contains(fmt.Appendf(nil, "k%d", i)) {
+		if !g.Contains(kKey(i)) {
 			t.Fatalf("key %d lost", i)
 		}
 	}
