@@ -23,8 +23,10 @@ const (
 	FlushLockOffset = MetaBOffset
 	// OpenLockOffset is the byte on which every open handle, read-only ones
 	// included, holds a shared OFD lock for its lifetime. A whole-file
-	// rewrite (Repair's rename, Create with Overwrite) takes it exclusive
-	// and refuses while any handle has the file open.
+	// rewrite of a file without FlagLiveReplace (Repair's rename, Compact,
+	// Create with Overwrite) takes it exclusive and refuses while any handle
+	// has the file open; a file with the flag tells its handles through
+	// ReplacedOffset instead.
 	OpenLockOffset = HotOffset
 	// StateOffset holds the state word: phase in bits 0-1, epoch in bits 2-63.
 	StateOffset = HotOffset + 0
@@ -38,6 +40,11 @@ const (
 	// the chain, ever (version 1.2; see Meta.Retired). Lookups stop asking a
 	// filter once this word passes it, before the directory says so.
 	RetiredOffset = HotOffset + 32
+	// ReplacedOffset holds the replaced word (version 1.3, FlagLiveReplace):
+	// ReplaceNone, ReplaceFreezing while a whole-file rewrite holds the
+	// file, ReplaceDone once the rewritten file is at the path (see
+	// docs/FORMAT.md, "Replacing a live file").
+	ReplacedOffset = HotOffset + 40
 	// BootIDOffset holds the 16-byte boot identity recorded with the dirty mark.
 	BootIDOffset = HotOffset + LineSize
 	// DirtySinceOffset holds the Unix time in nanoseconds of the dirty mark.
@@ -47,7 +54,7 @@ const (
 	// HotReservedOffset and HotTailOffset start the hot page's two reserved
 	// (zero) ranges: [HotReservedOffset, BootIDOffset) and
 	// [HotTailOffset, HotOffset+PageSize).
-	HotReservedOffset = RetiredOffset + 8
+	HotReservedOffset = ReplacedOffset + 8
 	HotTailOffset     = CleanBootIDOffset + 8
 
 	// FilterLinesOffset is the start of the per-filter hot lines, one 64-byte
@@ -211,7 +218,19 @@ var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
 // version is refused; a newer minor version is read.
 const (
 	VersionMajor = 1
-	VersionMinor = 2
+	VersionMinor = 3
+)
+
+// Values of the replaced word (ReplacedOffset).
+const (
+	// ReplaceNone: the file is live.
+	ReplaceNone = 0
+	// ReplaceFreezing: a whole-file rewrite holds the growth lock and is
+	// making the file's successor; writers wait, lookups go on.
+	ReplaceFreezing = 1
+	// ReplaceDone: the successor is at the file's path; every handle moves
+	// to it.
+	ReplaceDone = 2
 )
 
 // FlagExtras is set in a file some of whose filters have extra pages
@@ -227,9 +246,16 @@ const FlagExtras uint64 = 1
 // contiguous filters must not open it.
 const FlagRing uint64 = 2
 
+// FlagLiveReplace is set in a file whose every handle follows a whole-file
+// rewrite through the replaced word (version 1.3): a rewrite may then
+// replace the file while handles have it open. A library that does not
+// watch the word would go on answering from the replaced copy, so it must
+// not open the file.
+const FlagLiveReplace uint64 = 4
+
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = FlagExtras | FlagRing
+const KnownFlags uint64 = FlagExtras | FlagRing | FlagLiveReplace
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

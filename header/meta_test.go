@@ -378,7 +378,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 2", mutate: func(b []byte) { put64(b, offFlags, 4) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 3", mutate: func(b []byte) { put64(b, offFlags, 8) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		// A 1.0 library would open a file with extra pages and no flag.
 		{name: "extra pages without FlagExtras", mutate: func(b []byte) {
@@ -699,6 +699,9 @@ func TestLayoutConstants(t *testing.T) {
 
 func goldenMeta() *Meta { return validMeta() }
 
+// liveReplace sets FlagLiveReplace, as every file version 1.3 creates has.
+func liveReplace(m *Meta) *Meta { m.Flags |= FlagLiveReplace; return m }
+
 func hexDump(b []byte) string {
 	var sb strings.Builder
 	for off := 0; off < len(b); off += 32 {
@@ -737,8 +740,8 @@ func TestGoldenMeta(t *testing.T) {
 		file string
 		m    *Meta
 	}{
-		{"meta_v1.2.golden", goldenMeta()},
-		{"meta_v1.2_ring.golden", ringMeta()},
+		{"meta_v1.3.golden", liveReplace(goldenMeta())},
+		{"meta_v1.3_ring.golden", liveReplace(ringMeta())},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -769,18 +772,30 @@ func TestGoldenMeta(t *testing.T) {
 	}
 }
 
-// TestGoldenMetaV11 decodes the bytes version 1.1 wrote for goldenMeta:
-// files of older minor versions stay readable.
-func TestGoldenMetaV11(t *testing.T) {
-	b := readGolden(t, filepath.Join("testdata", "meta_v1.1.golden"))
-	want := goldenMeta()
-	want.Minor = 1
-	m, err := Decode(b, 0, want.End())
-	if err != nil {
-		t.Fatalf("1.1 golden bytes do not decode: %v", err)
-	}
-	if !metaEqual(m, want) {
-		t.Fatalf("1.1 golden decodes to %+v", m)
+// TestGoldenMetaOld decodes the bytes older minor versions wrote: their
+// files stay readable.
+func TestGoldenMetaOld(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		minor uint16
+		m     *Meta
+	}{
+		{"meta_v1.1.golden", 1, goldenMeta()},
+		{"meta_v1.2.golden", 2, goldenMeta()},
+		{"meta_v1.2_ring.golden", 2, ringMeta()},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			b := readGolden(t, filepath.Join("testdata", tc.file))
+			want := tc.m
+			want.Minor = tc.minor
+			m, err := Decode(b, 0, want.End())
+			if err != nil {
+				t.Fatalf("golden bytes do not decode: %v", err)
+			}
+			if !metaEqual(m, want) {
+				t.Fatalf("golden decodes to %+v", m)
+			}
+		})
 	}
 }
 

@@ -32,6 +32,11 @@ type Options struct {
 	// refuses with ErrBusy while any handle holds it.
 	OpenLock    int64
 	LockTimeout time.Duration
+	// LiveOld, for Create with Overwrite: the caller tells the old file's
+	// handles of the replacement another way (scaling.Freeze), so Create
+	// does not take the old file's open lock and replaces it while it is
+	// open.
+	LiveOld bool
 }
 
 // File is a file mapped MAP_SHARED.
@@ -118,7 +123,7 @@ func (mf *File) holdOld(path string, o *Options) error {
 		old.Close()
 		return fmt.Errorf("%w: %s", ErrExists, path)
 	}
-	if o.OpenLock > 0 {
+	if o.OpenLock > 0 && !o.LiveOld {
 		if err := LockFile(old, o.OpenLock, true, 0); err != nil {
 			old.Close()
 			if errors.Is(err, ErrLockTimeout) {
@@ -196,7 +201,7 @@ func Open(path string, o *Options) (*File, error) {
 		// A whole-file rewrite holds the lock exclusively until it has
 		// renamed the new file over the path: the lock may have been
 		// granted on the file it replaced.
-		same, err := mf.samePath()
+		same, err := mf.SamePath()
 		if err == nil && same {
 			return mf, nil
 		}
@@ -227,8 +232,8 @@ func kindOf(m os.FileMode) string {
 	return m.Type().String()
 }
 
-// samePath reports whether the file's path still names the open file.
-func (mf *File) samePath() (bool, error) {
+// SamePath reports whether the file's path still names the open file.
+func (mf *File) SamePath() (bool, error) {
 	same, err := sameInode(mf.Fd(), mf.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("%s was removed while it was being opened: %w", mf.path, os.ErrNotExist)
