@@ -46,7 +46,12 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 	out = out[:len(keys)]
 	// No registration with the Filter: holding the chain keeps the mapping
 	// (see mapKeep).
+	f = f.live()
 	c, err := f.current()
+	for f.again(err) {
+		f = f.live()
+		c, err = f.current()
+	}
 	if err != nil {
 		// Closed: false. A chain that cannot be read: every key may be
 		// present (see Contains).

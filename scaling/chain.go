@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
@@ -32,16 +33,16 @@ type member struct {
 	cf   *counting4.Filter
 	idx  int    // the directory entry (desc.Slot): names the line and the filter in records
 	seq  uint64 // the chain's filter number (retired once the hot retired word passes it)
-	// retired is the hot retired word (see gone).
-	retired *uint64
-	salt    uint64 // added to the native hash (0 for the original's hash)
-	items   *uint64
-	pend    *uint64 // Adds admitted and not yet counted in items (see admit)
-	mark    *uint64
-	minID   *uint64
-	maxID   *uint64
-	ix      lateIndex // empty for a filter without one
-	quota   [quotaShards]quotaShard
+	// retired and replaced are the hot retired and replaced words (see gone).
+	retired, replaced *uint64
+	salt              uint64 // added to the native hash (0 for the original's hash)
+	items             *uint64
+	pend              *uint64 // Adds admitted and not yet counted in items (see admit)
+	mark              *uint64
+	minID             *uint64
+	maxID             *uint64
+	ix                lateIndex // empty for a filter without one
+	quota             [quotaShards]quotaShard
 
 	// Per-writer item counts (header/counts.go); counts is nil for a filter
 	// without them, which counts in items alone.
@@ -90,7 +91,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			return &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
 		}
 		mb := &member{
-			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired,
+			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced,
 			items: f.filterWord(i, header.FilterItemsOffset), pend: f.filterWord(i, header.FilterPendingOffset),
 			mark:  f.filterWord(i, header.FilterMarkOffset),
 			minID: f.filterWord(i, header.FilterMinIDOffset), maxID: f.filterWord(i, header.FilterMaxIDOffset),
@@ -133,8 +134,17 @@ func (f *Filter) loadChain(m *header.Meta) error {
 }
 
 // stale reports whether another handle or process has published filters
-// or retired some since c was built.
+// or retired some since c was built, or a rewrite is replacing the file
+// (the three words share a line: one miss at most).
 func (f *Filter) stale(c *chain) bool {
+	return f.chainStale(c) || (atomic.LoadUint64(f.replaced) != header.ReplaceNone && !skipReplaceCheck)
+}
+
+// skipReplaceCheck makes lookups ignore the replaced word: the negative
+// control of TestOverwriteMovesOpenHandles.
+var skipReplaceCheck = false
+
+func (f *Filter) chainStale(c *chain) bool {
 	return atomic.LoadUint64(f.published) > c.end || atomic.LoadUint64(f.retired) > c.retired
 }
 
@@ -155,13 +165,24 @@ func (f *Filter) current() (*chain, error) {
 }
 
 func (f *Filter) refresh() error {
+	switch atomic.LoadUint64(f.replaced) {
+	case header.ReplaceNone:
+	case header.ReplaceFreezing:
+		// Nothing changes the file until the rewrite ends: lookups go on
+		// with the chain they have (writers wait, see waitReplace).
+		if c := f.chain.Load(); c != nil && !f.chainStale(c) {
+			return nil
+		}
+	default:
+		return f.move()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.chain.Load()
 	if c == nil {
 		return ErrClosed
 	}
-	if !f.stale(c) {
+	if !f.chainStale(c) {
 		return nil
 	}
 	m, _, err := f.readPublished()
@@ -302,21 +323,49 @@ func (f *Filter) publish(m *header.Meta) error {
 // lockGrowth takes the handle's mutex and the file's growth lock (held by
 // whoever changes the directory or a filter's allocation), and returns the
 // function that releases both.
+//
+// A whole-file rewrite holds the growth lock from Freeze to Done or Abort
+// (replace.go). So lockGrowth waits in steps, and returns errRetry (having
+// waited for the rewrite as waitReplace does) rather than the lock if the
+// file has been, or is being, replaced.
 func (f *Filter) lockGrowth() (unlock func(), err error) {
-	f.mu.Lock()
-	if f.file != nil {
-		if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
-			f.mu.Unlock()
+	if f.file == nil {
+		f.mu.Lock()
+		return f.mu.Unlock, nil
+	}
+	unlock = func() {
+		f.file.Unlock(header.GrowthLockOffset)
+		f.mu.Unlock()
+	}
+	deadline := time.Now().Add(f.timeout)
+	for {
+		f.mu.Lock()
+		err := f.file.Lock(header.GrowthLockOffset, true, min(max(time.Until(deadline), 0), growthLockStep))
+		if err == nil {
+			// Holding the lock, a ReplaceFreezing was left by a rewrite
+			// that died (thaw).
+			f.thaw()
+			if atomic.LoadUint64(f.replaced) == header.ReplaceNone {
+				return unlock, nil
+			}
+			unlock()
+			return nil, f.move()
+		}
+		f.mu.Unlock()
+		switch {
+		case !errors.Is(err, ErrLockTimeout):
+			return nil, fmt.Errorf("growth lock: %w", err)
+		case atomic.LoadUint64(f.replaced) != header.ReplaceNone:
+			return nil, f.waitReplace()
+		case !time.Now().Before(deadline):
 			return nil, fmt.Errorf("growth lock: %w", err)
 		}
 	}
-	return func() {
-		if f.file != nil {
-			f.file.Unlock(header.GrowthLockOffset)
-		}
-		f.mu.Unlock()
-	}, nil
 }
+
+// growthLockStep is how long lockGrowth waits for the lock before it looks
+// at the replaced word again.
+const growthLockStep = 50 * time.Millisecond
 
 // placeFilter makes the blocks of a new filter d ready: zero, and allocated
 // but for its late-add index. Where d reuses space a retired filter left,

@@ -156,13 +156,36 @@
 //     If a grown directory cannot be read even after waiting for its writer
 //     (a damaged file), Contains cannot rule a key out and reports true;
 //     Stats().RefreshError says why.
+//   - Replacing a live file (version 1.3, FlagLiveReplace: every file
+//     Create makes): a whole-file rewrite — Create with Overwrite,
+//     recover.Compact, recover.Repair or Rebuild in place — builds the new
+//     file aside and renames it over the path while handles have the old
+//     one open, and every handle, read-only ones included, follows it.
+//     The rewrite first freezes the old file (Freeze: growth and flush
+//     locks, the hot replaced word set to ReplaceFreezing, then a wait for
+//     the live writers' operations in flight). A writer reads the word
+//     after it publishes its record, as it reads the retired word, so it
+//     either backs out before changing anything and waits (at most
+//     LockTimeout; ErrLockTimeout after that), or the freeze waits for it:
+//     the frozen file does not change, and lookups go on answering from
+//     it. Once the new file is at the path the rewrite stores ReplaceDone;
+//     each handle sees the word at its next call, opens the path again
+//     with its own options, and sends that call and every later one to
+//     the new handle (a waiting Add lands in the new file). The old file's
+//     slot, mapping and descriptor (so its disk space) go once the calls in
+//     flight on it return; Close closes both. A handle that cannot open the
+//     new file returns ErrReplaced from modifications and answers true
+//     from lookups, retrying on later calls. A rewrite that dies holding
+//     the freeze is cleared by the next handle that takes the growth lock
+//     (or moved, if its new file reached the path). No handle keeps
+//     answering from a replaced file, and none is cut off: the old file is
+//     renamed over, never truncated.
 //   - Open lock: every handle, read-only ones included, holds a shared OFD
-//     lock on byte 8192 for its lifetime. Create with Overwrite builds the
-//     new file aside and renames it over the path, and recover.Repair
-//     renames a repaired file over it; both take that byte exclusively
-//     first and refuse (ErrBusy) while any handle holds it, so no open
-//     handle is ever left on a replaced file. An Open granted the lock
-//     checks that the path still names the file it opened.
+//     lock on byte 8192 for its lifetime. A file without FlagLiveReplace
+//     (version 1.2 and older) is rewritten only while no handle has it
+//     open: the rewrite takes that byte exclusively first and refuses
+//     (ErrBusy) while any handle holds it. An Open granted the lock checks
+//     that the path still names the file it opened.
 //   - Flush: Flush from any process syncs the whole file, so everything every
 //     process completed so far becomes durable. To mark the file clean it
 //     freezes writers (state Dirty→Flushing), checks that no record of any

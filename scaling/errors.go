@@ -46,6 +46,11 @@ var (
 	ErrNetworkFS = mmapfile.ErrNetworkFS
 	// ErrBusy: Create with Overwrite found the file open in a handle.
 	ErrBusy = mmapfile.ErrBusy
+	// ErrReplaced: the file was replaced by a whole-file rewrite while
+	// this handle had it open, and the handle could not open the file
+	// that replaced it (the error says why; it tries again on a later
+	// call). Lookups report true meanwhile: they cannot rule a key out.
+	ErrReplaced = errors.New("dablooms: file was replaced and the handle cannot follow")
 	// ErrLockTimeout: a cross-process lock was not granted in time.
 	ErrLockTimeout = mmapfile.ErrLockTimeout
 )

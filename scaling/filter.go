@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,17 @@ type Filter struct {
 	words     seqnum.Words
 	published *uint64 // the chain's end: filters ever appended
 	retired   *uint64 // filters ever retired from the chain's front
+	replaced  *uint64 // the replaced word (see replace.go)
+
+	// Moving to a file that replaced this one (replace.go): path and reopen
+	// open it, next is the handle on it once opened.
+	path       string
+	reopen     OpenOptions
+	next       atomic.Pointer[Filter]
+	moveMu     sync.Mutex // next, userClosed, moveErr, moveTried
+	userClosed bool       // Close was called: move opens nothing more
+	moveErr    error
+	moveTried  time.Time
 
 	chain atomic.Pointer[chain] // nil once closed
 
@@ -92,7 +104,20 @@ func Create(path string, opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf, err := mmapfile.Create(path, first.Offset+first.Length, o.fileOptions())
+	fo := o.fileOptions()
+	var fz *Frozen
+	if o.Overwrite {
+		// A file that tells its handles of a replacement is replaced while
+		// they have it open; they move to the new one (see Freeze).
+		switch fz, err = Freeze(path, o.LockTimeout); {
+		case err == nil:
+			fo.LiveOld = true
+			defer fz.Abort() // no-op after Done
+		case !errors.Is(err, ErrNotLive) && !errors.Is(err, os.ErrNotExist):
+			return nil, err
+		}
+	}
+	mf, err := mmapfile.Create(path, first.Offset+first.Length, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +126,12 @@ func Create(path string, opts *Options) (*Filter, error) {
 		mf.Close() // removes the file made aside; path is as it was
 		return nil, err
 	}
+	if fz != nil {
+		fz.Done()
+	}
+	f.path = path
+	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
+		Failpoints: o.Failpoints, BootID: o.BootID}
 	return f, nil
 }
 
@@ -164,6 +195,9 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
+	if !layout10 {
+		m.Flags |= header.FlagLiveReplace // (a file as version 1.0 wrote it has none)
+	}
 	for _, d := range dir {
 		if d.Extra > 0 {
 			m.Flags |= header.FlagExtras
@@ -221,19 +255,30 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	case o.Reserve < 0:
 		return nil, &OptionError{Field: "Reserve", Value: o.Reserve, Reason: "must not be negative"}
 	}
-	mf, err := mmapfile.Open(path, &mmapfile.Options{
-		ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
-		OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
-	})
-	if err != nil {
-		return nil, err
+	for tries := 0; ; tries++ {
+		mf, err := mmapfile.Open(path, &mmapfile.Options{
+			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+			OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
+		})
+		if err != nil {
+			return nil, err
+		}
+		f, err := open(mf, mf, &o)
+		if errors.Is(err, errRetry) && tries < 10 {
+			// Replaced while it was being opened: open the new file.
+			mf.Close()
+			continue
+		}
+		if err != nil {
+			mf.Close()
+			if errors.Is(err, errRetry) {
+				err = fmt.Errorf("%w: it was replaced %d times while it was being opened", ErrBusy, tries+1)
+			}
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		f.path, f.reopen = path, o
+		return f, nil
 	}
-	f, err := open(mf, mf, &o)
-	if err != nil {
-		mf.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // openRegion opens a store in an existing region (see createRegion).
@@ -272,6 +317,22 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 		f.params = m.Params
 		if err := f.validateHot(m); err != nil {
 			return err
+		}
+		if atomic.LoadUint64(f.replaced) == header.ReplaceDone {
+			// Replaced since mmapfile.Open found it at the path; unless
+			// it is still there, which no rewrite leaves.
+			same := true
+			if f.file != nil {
+				var err error
+				if same, err = f.file.SamePath(); err != nil {
+					return err
+				}
+			}
+			if same {
+				return &header.CorruptionError{Offset: header.ReplacedOffset, Filter: -1, Field: "replaced",
+					Reason: "marked replaced, but it is the file at its path", Err: header.ErrCorrupt}
+			}
+			return errRetry
 		}
 		if err := f.loadChain(m); err != nil {
 			return err
@@ -433,6 +494,7 @@ func (f *Filter) mapHot() error {
 	f.words = seqnum.Words{State: f.hotWord(header.StateOffset), Disk: f.hotWord(header.DiskSeqOffset)}
 	f.published = f.hotWord(header.PublishedOffset)
 	f.retired = f.hotWord(header.RetiredOffset)
+	f.replaced = f.hotWord(header.ReplacedOffset)
 	return nil
 }
 
@@ -462,6 +524,9 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	pub := atomic.LoadUint64(f.published)
 	if pub > m.Retired+header.MaxFilters {
 		return &header.CorruptionError{Offset: header.PublishedOffset, Filter: -1, Field: "published", Reason: fmt.Sprintf("%d filters", pub), Err: header.ErrCorrupt}
+	}
+	if w := atomic.LoadUint64(f.replaced); w > header.ReplaceDone || (w != header.ReplaceNone && m.Flags&header.FlagLiveReplace == 0) {
+		return &header.CorruptionError{Offset: header.ReplacedOffset, Filter: -1, Field: "replaced", Reason: fmt.Sprintf("replaced word %d", w), Err: header.ErrCorrupt}
 	}
 	if r := atomic.LoadUint64(f.retired); r >= pub {
 		return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired", Reason: fmt.Sprintf("%d filters retired of %d published", r, pub), Err: header.ErrCorrupt}
@@ -513,33 +578,48 @@ func (f *Filter) sync(off, n int64) error {
 // Flush first to make the changes durable. It waits for the modifications in
 // progress; a lookup running concurrently with Close may report false, but
 // never faults: the address range is returned to the system once the last
-// such lookup has returned (see mapKeep). Close is idempotent.
+// such lookup has returned (see mapKeep). Close is idempotent. If the file
+// was replaced while open, Close closes the handle on the new file too.
 func (f *Filter) Close() error {
-	f.closeOnce.Do(func() {
-		f.closed.Store(true)
-		for i := range f.guards {
-			for f.guards[i].n.Load() != 0 {
-				time.Sleep(10 * time.Microsecond)
-			}
-		}
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if c := f.chain.Load(); c != nil && !f.ro {
-			for _, m := range c.f {
-				m.releaseQuota()
-			}
-		}
-		f.releaseSlot()
-		keep := f.chain.Swap(nil).keep
-		if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
-			f.closeErr = d.Detach()
-			// Unmap once no chain (so no lookup) is left.
-			runtime.AddCleanup(keep, func(r mmapfile.Region) { r.Close() }, f.r)
-		} else {
-			f.closeErr = f.r.Close()
-		}
-	})
+	f.closeOnce.Do(f.shutdown)
+	f.moveMu.Lock()
+	f.userClosed = true
+	n := f.next.Load()
+	f.moveMu.Unlock()
+	if n != nil {
+		// The old file's internals were shut down when f moved; what
+		// counts is the handle the calls went to.
+		return n.Close()
+	}
 	return f.closeErr
+}
+
+// shutdown releases f's slot, mapping and descriptor, once the
+// modifications in progress have returned: at Close, or when f has moved to
+// the file that replaced its own (replace.go).
+func (f *Filter) shutdown() {
+	f.closed.Store(true)
+	for i := range f.guards {
+		for f.guards[i].n.Load() != 0 {
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.chain.Load(); c != nil && !f.ro {
+		for _, m := range c.f {
+			m.releaseQuota()
+		}
+	}
+	f.releaseSlot()
+	keep := f.chain.Swap(nil).keep
+	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
+		f.closeErr = d.Detach()
+		// Unmap once no chain (so no lookup) is left.
+		runtime.AddCleanup(keep, func(r mmapfile.Region) { r.Close() }, f.r)
+	} else {
+		f.closeErr = f.r.Close()
+	}
 }
 
 // enter registers an operation so that Close waits for it; it fails once

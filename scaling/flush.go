@@ -18,6 +18,21 @@ import (
 // A failed sync is returned, and from then on this handle never marks the
 // file clean (the kernel may have dropped the pages it failed to write).
 func (f *Filter) Flush() error {
+	for {
+		f = f.settled()
+		if err := f.flush(); !f.again(err) {
+			return err
+		}
+	}
+}
+
+func (f *Filter) flush() error {
+	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
+		// A rewrite holds the file (see Freeze): flush what follows it.
+		if err := f.waitReplace(); err != nil {
+			return err
+		}
+	}
 	if f.closed.Load() {
 		return ErrClosed
 	}
@@ -39,6 +54,9 @@ func (f *Filter) Flush() error {
 			return fmt.Errorf("flush lock: %w", err)
 		}
 		defer f.file.Unlock(header.MetaBOffset)
+		if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
+			return errRetry // a rewrite began meanwhile: wait for it (above)
+		}
 	}
 	size := f.r.Size()
 	ep, _, ok := f.words.BeginFlush()
@@ -87,6 +105,7 @@ func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 // MemSeqnum returns mem_seqnum: the number of modifications completed on the
 // file by every handle, or 0 while one is in progress or was interrupted.
 func (f *Filter) MemSeqnum() uint64 {
+	f = f.settled()
 	g, err := f.enter(0)
 	if err != nil {
 		return 0
@@ -99,6 +118,7 @@ func (f *Filter) MemSeqnum() uint64 {
 // DiskSeqnum returns disk_seqnum: the mem_seqnum at the last durable Flush
 // that marked the file clean, or 0 if it has changed since.
 func (f *Filter) DiskSeqnum() uint64 {
+	f = f.settled()
 	g, err := f.enter(1)
 	if err != nil {
 		return 0

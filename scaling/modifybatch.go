@@ -33,7 +33,7 @@ const modifyAhead = batchDepth
 // *BatchError naming it; the keys before it are added. It does not
 // allocate.
 func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
-	return f.modifyBatch(keys, ids, header.OpAdd, nil)
+	return f.modifyBatchLive(keys, ids, header.OpAdd, nil)
 }
 
 // RemoveBatch removes keys[i], added with ids[i], for every i, faster than
@@ -49,7 +49,7 @@ func (f *Filter) RemoveBatch(keys [][]byte, ids []uint64, results []error) (int,
 		return 0, fmt.Errorf("%w: %d results for %d keys", ErrInvalidOption, len(results), len(keys))
 	}
 	var removed int
-	err := f.modifyBatch(keys, ids, header.OpRemove, func(i int, err error) bool {
+	err := f.modifyBatchLive(keys, ids, header.OpRemove, func(i int, err error) bool {
 		if results != nil {
 			results[i] = err
 		}

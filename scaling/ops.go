@@ -52,15 +52,21 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // cannot be mapped even so (a damaged file), Contains cannot rule the key
 // out and reports true; Stats().RefreshError says why.
 func (f *Filter) Contains(key []byte) bool {
-	// No atomic read-modify-write here (see mapKeep): holding the chain
-	// keeps the mapping alive.
-	c, err := f.current()
-	if err != nil {
-		return !errors.Is(err, ErrClosed)
+	for {
+		f = f.live()
+		// No atomic read-modify-write here (see mapKeep): holding the
+		// chain keeps the mapping alive.
+		c, err := f.current()
+		if err != nil {
+			if f.again(err) {
+				continue
+			}
+			return !errors.Is(err, ErrClosed)
+		}
+		found := containsIn(c, f.hash(c, key))
+		runtime.KeepAlive(c)
+		return found
 	}
-	found := containsIn(c, f.hash(c, key))
-	runtime.KeepAlive(c)
-	return found
 }
 
 func containsIn(c *chain, h hashes) bool {
@@ -112,6 +118,15 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
+	for {
+		f = f.live()
+		if err := f.modifyOnce(key, id, op); !f.again(err) {
+			return err
+		}
+	}
+}
+
+func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 	c, err := f.writableChain()
 	if err != nil {
 		return err
@@ -270,9 +285,10 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
 	if m.gone() {
 		// The filter holding the key was retired since the chain was
-		// read: the key is gone with it (see add).
+		// read: the key is gone with it (see add). Or the file is being
+		// replaced: wait, and start over.
 		r.finish(false)
-		return ErrNotPresent
+		return f.goneErr(ErrNotPresent)
 	}
 	if late {
 		// The entry is cleared after the counters: Repair clears it for a

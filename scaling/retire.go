@@ -33,6 +33,16 @@ import (
 // a read-write Open, Repair or the next RetireBefore finishes a
 // retirement cut short.
 func (f *Filter) RetireBefore(id uint64) (int, error) {
+	for {
+		f = f.settled()
+		n, err := f.retireBefore(id)
+		if !f.again(err) {
+			return n, err
+		}
+	}
+}
+
+func (f *Filter) retireBefore(id uint64) (int, error) {
 	if _, err := f.writableChain(); err != nil {
 		return 0, err
 	}
@@ -181,6 +191,9 @@ func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
 // admission is not released: the entry may already hold a new filter, and
 // a pending count too high only makes a filter look fuller).
 func (f *Filter) routeAgain() (*chain, error) {
+	if err := f.goneErr(nil); err != nil {
+		return nil, err
+	}
 	if err := f.refresh(); err != nil {
 		return nil, err
 	}
@@ -196,8 +209,22 @@ var errRetired = errors.New("dablooms: filter retired")
 // may already hold a new filter. An operation that claimed a record on m
 // checks it after the record is published, and backs out if so (see
 // retireFront).
+//
+// A member is gone too while a rewrite freezes or has replaced the file
+// (replace.go): the operation backs out the same way, and goneErr then
+// waits for the rewrite and starts it over.
 func (m *member) gone() bool {
-	return m.seq < atomic.LoadUint64(m.retired) && !skipRetiredCheck
+	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !skipRetiredCheck
+}
+
+// goneErr is the error of an operation that backed out of a member that is
+// gone: ErrNotPresent for a Remove whose filter was retired, or the outcome
+// of waiting for a rewrite (errRetry: start over).
+func (f *Filter) goneErr(retired error) error {
+	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
+		return f.waitReplace()
+	}
+	return retired
 }
 
 // Test hooks: routeHook runs after an Add is routed to m, before its

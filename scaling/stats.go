@@ -47,6 +47,7 @@ func (c Condition) String() string {
 // Condition returns the file's condition as seen now (Dirty after Close:
 // a closed handle can no longer vouch for the file).
 func (f *Filter) Condition() Condition {
+	f = f.settled()
 	g, err := f.enter(2)
 	if err != nil {
 		return Dirty // closed: this handle can no longer vouch for the file
@@ -180,6 +181,7 @@ type Stats struct {
 
 // Stats returns a snapshot of the store's numbers.
 func (f *Filter) Stats() Stats {
+	f = f.settled()
 	g, err := f.enter(3)
 	if err != nil {
 		return Stats{}
@@ -226,4 +228,4 @@ func (f *Filter) filterLimit() int {
 }
 
 // Params returns the parameters the file was created with.
-func (f *Filter) Params() header.Params { return f.params }
+func (f *Filter) Params() header.Params { return f.settled().params }

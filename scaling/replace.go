@@ -1,0 +1,344 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// Replacing a live file (version 1.3, header.FlagLiveReplace; the package
+// documentation and docs/FORMAT.md, "Replacing a live file").
+//
+// A whole-file rewrite (recover.Compact, recover.Repair in place, Create with
+// Overwrite) makes a new file and renames it over the path. Handles that
+// have the old file open would go on answering from it, and on changing it,
+// for ever. The hot replaced word tells them:
+//
+//   - The rewrite takes the old file's growth lock, stores ReplaceFreezing,
+//     and waits until no live writer has an operation in flight (Freeze). A
+//     writer publishes its record, then reads the word (through gone): if
+//     set, it backs out before changing anything and waits (waitReplace).
+//     One of the two sees the other, as with the retired word: either the
+//     writer backs out, or Freeze waits for its record. From then on the
+//     old file does not change, so lookups go on answering from it.
+//   - The rewrite makes the new file (from the frozen old one, or from a
+//     Source), renames it over the path, and stores ReplaceDone (Done).
+//   - Every handle checks the word with the published and retired words
+//     on each operation (stale). On ReplaceDone it opens the path with its
+//     own options and forwards every call to the new Filter from then on
+//     (move, live); the old file's mapping, slot and descriptor are
+//     released once the operations in flight on them have returned.
+//
+// A rewrite that gives up stores ReplaceNone again (Abort) and the writers
+// go on. One that dies leaves ReplaceFreezing with nobody holding the
+// growth lock: the next handle that takes the lock (a writer waiting in
+// waitReplace takes it for this) clears the word if the file is still at
+// its path, and sets ReplaceDone if another file is.
+
+// errRetry: the file was replaced (or a rewrite that froze it gave up):
+// the operation starts over on f.live(). It never leaves the package.
+var errRetry = errors.New("dablooms: file replaced; operation starts over")
+
+// moveRetryDelay is how long a handle that failed to open its file's
+// successor returns the same error before it tries again.
+const moveRetryDelay = 50 * time.Millisecond
+
+// live returns the Filter that f's calls go to: f, or the handle on the
+// file that replaced f's (and so on).
+func (f *Filter) live() *Filter {
+	n := f.next.Load()
+	if n == nil {
+		return f
+	}
+	for {
+		nn := n.next.Load()
+		if nn == nil {
+			break
+		}
+		n = nn
+	}
+	f.next.Store(n) // shortcut for the next call (any successor forwards correctly)
+	return n
+}
+
+// again reports whether an operation on f that failed with err starts over
+// on f.live(): f's file was replaced, or f was closed because it was.
+func (f *Filter) again(err error) bool {
+	return errors.Is(err, errRetry) || (errors.Is(err, ErrClosed) && f.next.Load() != nil)
+}
+
+// settled returns f.live(), having first moved it if its file has been
+// replaced (for the calls that do not read the chain: Stats, Flush, …).
+func (f *Filter) settled() *Filter {
+	for {
+		f = f.live()
+		if f.replaced == nil || atomic.LoadUint64(f.replaced) != header.ReplaceDone {
+			return f
+		}
+		if err := f.move(); !errors.Is(err, errRetry) {
+			return f // stays; the call itself reports what is wrong
+		}
+	}
+}
+
+// move opens the file now at f's path and makes it f's successor. It
+// returns errRetry when the caller should start over on f.live(), or why
+// the successor could not be opened (retried after moveRetryDelay).
+func (f *Filter) move() error {
+	f.moveMu.Lock()
+	defer f.moveMu.Unlock()
+	switch {
+	case f.next.Load() != nil:
+		return errRetry
+	case f.userClosed:
+		return ErrClosed
+	case f.path == "":
+		return &header.CorruptionError{Offset: header.ReplacedOffset, Filter: -1, Field: "replaced",
+			Reason: "a store in memory is marked replaced", Err: header.ErrCorrupt}
+	case f.moveErr != nil && time.Since(f.moveTried) < moveRetryDelay:
+		return f.moveErr
+	}
+	o := f.reopen
+	o.ReadOnly = f.ro
+	nf, err := Open(f.path, &o)
+	if err != nil {
+		f.moveErr, f.moveTried = fmt.Errorf("%w: %s: opening its successor: %w", ErrReplaced, f.path, err), time.Now()
+		return f.moveErr
+	}
+	f.next.Store(nf)
+	// The old file's slot, mapping and descriptor go once the calls in
+	// flight on f have returned (they start over on nf).
+	go f.closeOnce.Do(f.shutdown)
+	return errRetry
+}
+
+// waitReplace is what a writer does that found the replaced word set: it
+// waits while a rewrite holds the file frozen, then returns errRetry (the
+// operation starts over, on this file if the rewrite gave up, on its
+// successor if it finished), or an error if the freeze outlasts the lock
+// timeout.
+func (f *Filter) waitReplace() error {
+	deadline := time.Now().Add(f.timeout)
+	delay := 20 * time.Microsecond
+	for {
+		switch atomic.LoadUint64(f.replaced) {
+		case header.ReplaceNone:
+			return errRetry
+		case header.ReplaceFreezing:
+			if f.thawIfDead() {
+				continue
+			}
+		default:
+			return f.move()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s is being replaced (a whole-file rewrite has held it for over %v)", ErrLockTimeout, f.path, f.timeout)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, time.Millisecond)
+	}
+}
+
+// thawIfDead clears a ReplaceFreezing left by a rewrite whose process died
+// (see thaw); it reports whether the word may have changed.
+func (f *Filter) thawIfDead() bool {
+	if f.file == nil {
+		return false
+	}
+	if held, err := f.file.Held(header.GrowthLockOffset); err != nil || held {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.file.Lock(header.GrowthLockOffset, true, 0) != nil {
+		return false
+	}
+	defer f.file.Unlock(header.GrowthLockOffset)
+	f.thaw()
+	return true
+}
+
+// thaw, under the growth lock, clears a ReplaceFreezing: a live rewrite
+// holds the growth lock from the store to Done or Abort, so whoever holds
+// it and still finds the word so found a rewrite that died. Its new file
+// may already be at the path: then the word becomes ReplaceDone (and the
+// handles move to it), else ReplaceNone.
+func (f *Filter) thaw() {
+	if f.file == nil || atomic.LoadUint64(f.replaced) != header.ReplaceFreezing {
+		return
+	}
+	next := uint64(header.ReplaceNone)
+	if same, err := f.file.SamePath(); err != nil || !same {
+		next = header.ReplaceDone
+	}
+	atomic.CompareAndSwapUint64(f.replaced, header.ReplaceFreezing, next)
+}
+
+// ErrNotLive is returned by Freeze for a file whose handles do not watch
+// the replaced word (a file without header.FlagLiveReplace, or whose
+// metadata cannot be read): a rewrite must then wait until no handle has it
+// open (the open lock; see header.OpenLockOffset).
+var ErrNotLive = errors.New("dablooms: the file's handles are not told of a replacement")
+
+// Frozen is a file held for a whole-file rewrite (see Freeze).
+type Frozen struct {
+	f     *Filter // hot words only: no chain, no slot
+	file  *os.File
+	ended bool
+}
+
+// Freeze prepares the file at path to be replaced while handles have it
+// open: it takes the growth lock, marks the file ReplaceFreezing and waits
+// for the modifications in flight of live writers to finish (records of
+// dead writers stay, for Repair). From then until Done or Abort no handle
+// changes the file; lookups go on. After Done every handle moves to the
+// file then at path.
+//
+// It waits at most wait (at least DefaultLockTimeout) for the lock and the
+// writers; ErrBusy if they do not finish. It returns an error wrapping
+// ErrNotLive, having changed nothing, for a file without
+// header.FlagLiveReplace.
+func Freeze(path string, wait time.Duration) (*Frozen, error) {
+	wait = max(wait, DefaultLockTimeout)
+	deadline := time.Now().Add(wait)
+	for tries := 0; ; tries++ {
+		fz, err := freezeOnce(path, max(time.Until(deadline), 0))
+		if !errors.Is(err, errRetry) {
+			return fz, err
+		}
+		if tries == 10 {
+			return nil, fmt.Errorf("%w: %s was replaced %d times while it was being frozen", ErrBusy, path, tries+1)
+		}
+	}
+}
+
+func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
+	mf, err := mmapfile.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path}
+	defer func() {
+		if err != nil {
+			mf.Close()
+		}
+	}()
+	live := false
+	err = mmapfile.Guard(func() error {
+		if mf.Size() < header.DataOffset {
+			return nil
+		}
+		if err := f.mapHot(); err != nil {
+			return err
+		}
+		m, _, err := f.readDirectory(0)
+		live = err == nil && m.Flags&header.FlagLiveReplace != 0
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !live {
+		return nil, fmt.Errorf("%w: %s", ErrNotLive, path)
+	}
+	if err := mf.Lock(header.GrowthLockOffset, true, wait); err != nil {
+		if errors.Is(err, ErrLockTimeout) {
+			return nil, fmt.Errorf("%w: %s: the growth lock was held for over %v", ErrBusy, path, wait)
+		}
+		return nil, err
+	}
+	// And the flush lock: a flush changes the state words a rewrite copies.
+	if err := mf.Lock(header.FlushLockOffset, true, wait); err != nil {
+		mf.Unlock(header.GrowthLockOffset)
+		if errors.Is(err, ErrLockTimeout) {
+			return nil, fmt.Errorf("%w: %s: the flush lock was held for over %v", ErrBusy, path, wait)
+		}
+		return nil, err
+	}
+	if same, err := mf.SamePath(); err != nil || !same {
+		// Replaced since it was opened: freeze the file at path.
+		if err == nil {
+			err = errRetry
+		}
+		return nil, err
+	}
+	fz := &Frozen{f: f}
+	err = mmapfile.Guard(func() error {
+		atomic.StoreUint64(f.replaced, header.ReplaceFreezing)
+		_, err := f.waitRecords(^uint64(0))
+		return err
+	})
+	if err != nil {
+		fz.Abort()
+		if errors.Is(err, ErrLockTimeout) {
+			err = fmt.Errorf("%w: %s: writers' operations still in flight after %v", ErrBusy, path, wait)
+		}
+		return nil, err
+	}
+	if fz.file, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+		fz.Abort()
+		return nil, err
+	}
+	return fz, nil
+}
+
+// File returns a descriptor of the frozen file, open for reading and
+// writing; Done and Abort close it.
+func (fz *Frozen) File() *os.File { return fz.file }
+
+// Done tells every handle of the frozen file to move to the file now at its
+// path, and releases it. The caller has renamed the new file over the path
+// (and synced the directory). Done and Abort are idempotent; the first one
+// called counts.
+func (fz *Frozen) Done() error { return fz.end(header.ReplaceDone) }
+
+// Abort releases the frozen file unreplaced: writers go on with it.
+func (fz *Frozen) Abort() error { return fz.end(header.ReplaceNone) }
+
+func (fz *Frozen) end(word uint64) error {
+	if fz.ended {
+		return nil
+	}
+	fz.ended = true
+	atomic.StoreUint64(fz.f.replaced, word)
+	fz.f.file.Unlock(header.FlushLockOffset)
+	fz.f.file.Unlock(header.GrowthLockOffset)
+	if fz.file != nil {
+		fz.file.Close()
+	}
+	return fz.f.file.Close()
+}
+
+// modifyBatchLive is modifyBatch on f.live(): when the file is replaced in
+// the middle of the batch, the batch goes on from the key it stopped at on
+// the file that replaced it.
+func (f *Filter) modifyBatchLive(keys [][]byte, ids []uint64, op uint64, done func(i int, err error) bool) error {
+	if len(ids) != len(keys) {
+		return fmt.Errorf("%w: %d ids for %d keys", ErrInvalidOption, len(ids), len(keys))
+	}
+	start := 0
+	for {
+		f = f.live()
+		d := done
+		if done != nil {
+			d = func(i int, err error) bool { return done(start+i, err) }
+		}
+		err := f.modifyBatch(keys[start:], ids[start:], op, d)
+		if be, ok := err.(*BatchError); ok { // (errors.As would allocate)
+			if f.again(be.Err) {
+				start += be.Index
+				continue
+			}
+			be.Index += start
+			return be
+		}
+		if !f.again(err) {
+			return err
+		}
+	}
+}
