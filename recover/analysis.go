@@ -42,9 +42,10 @@ type analysis struct {
 	// directory's count (a retirement cut short, docs/FORMAT.md), meta is
 	// the directory without the filters it retired (dropped), as readers
 	// already use it, and Repair writes that directory to both copies.
-	hotRetired uint64
-	retiredBad bool                // the hot retired word cannot be right; Repair sets it to meta.Retired
-	dropped    []header.FilterDesc // filters a retirement cut short retired
+	hotRetired  uint64
+	retiredBad  bool                // the hot retired word cannot be right; Repair sets it to meta.Retired
+	replacedBad bool                // the hot replaced word cannot be right; Repair clears it
+	dropped     []header.FilterDesc // filters a retirement cut short retired
 	// ring: the file has retired filters (FlagRing, or a retirement cut
 	// short): lines of unused entries and the space between and after the
 	// filters may hold what retired filters left, which is not damage.
@@ -326,12 +327,31 @@ func (a *analysis) readHot() {
 			"published filter count %d is behind the directory's %d (a growth was cut before its publication); Open and Repair set it", a.published, base+n)
 	}
 	a.readRetired()
+	a.readReplaced()
 	for _, r := range [][2]int64{{header.HotReservedOffset, header.BootIDOffset}, {header.HotTailOffset, header.HotOffset + header.PageSize}} {
 		if off := firstNonZero(a.head[r[0]:r[1]]); off >= 0 {
 			a.hotUnused = true
 			a.note(Damaged, -1, -1, r[0]+int64(off), "hot page", header.ErrCorrupt, "reserved bytes of the hot page are not zero; Repair zeroes them")
 			break
 		}
+	}
+}
+
+// readReplaced checks the hot replaced word (docs/FORMAT.md, "Replacing a
+// live file"). ReplaceFreezing is a rewrite holding the file (this one's
+// own, for a Repair in place of a live file) or one that died: no damage.
+func (a *analysis) readReplaced() {
+	w := a.word(header.ReplacedOffset)
+	live := a.meta.Flags&header.FlagLiveReplace != 0
+	switch {
+	case !a.hotOK || w == header.ReplaceNone:
+	case w == header.ReplaceFreezing && live:
+		a.note(Clean, -1, -1, header.ReplacedOffset, "replaced", nil,
+			"a whole-file rewrite holds the file (or died holding it): writers wait until it ends, or, after a death, until the next of them clears the word; Repair's copy has it clear")
+	default:
+		a.replacedBad = true
+		a.note(Damaged, -1, -1, header.ReplacedOffset, "replaced", header.ErrCorrupt,
+			"the replaced word is %d (with FlagLiveReplace: %v), which no rewrite leaves on the file at its path; Open refuses it; Repair clears it", w, live)
 	}
 }
 

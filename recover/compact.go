@@ -37,8 +37,10 @@ type CompactOptions struct {
 	// late (docs/FORMAT.md, Late-add index) lives in a filter whose range
 	// starts above its id, so the oldest range left is not a safe bound.
 	FirstID, LastID uint64
-	// Wait is how long to wait for other handles to close the file; 0
-	// refuses at once with ErrBusy.
+	// Wait is how long to wait for other handles to close a file older
+	// than format 1.3 (0 refuses at once with ErrBusy), or, for a newer
+	// one, for the growth lock and the writers' operations in flight (at
+	// least scaling.DefaultLockTimeout).
 	Wait time.Duration
 	// BootID overrides the machine's boot identity (tests).
 	BootID string
@@ -95,13 +97,18 @@ var ErrCompactSource = errors.New("recover: compact: the source failed")
 // yield (removed rows, for instance) are gone, up to the false-positive rate
 // of the new filter, which is at most that of the old chain.
 //
-// Compact takes the file exclusively as Repair does for a rewrite in place:
-// the growth lock, every writer slot and the open lock, which every handle
-// (read-only ones included) holds shared for its lifetime, so it refuses
-// with an error wrapping ErrBusy (mmapfile.ErrBusy, scaling.ErrBusy) while
-// any handle has the file open, unless o.Wait lets it wait. While Compact
-// runs, Open waits for it (at most its lock timeout) and then opens the
-// compacted file. The new file is built aside, in the same directory under
+// Compact holds the file as Repair does for a rewrite in place. A file of
+// format 1.3 it freezes (scaling.Freeze): handles stay open, their Adds and
+// Removes wait until the compacted file is in place (at most their lock
+// timeout) and then go to it, their lookups answer from the old file until
+// then, and every handle moves to the compacted file. The Source is called
+// while the file is frozen, so it sees every modification that returned. An
+// older file it takes exclusively (the growth lock, every writer slot and
+// the open lock, which every handle holds shared for its lifetime): it
+// refuses with an error wrapping ErrBusy (mmapfile.ErrBusy,
+// scaling.ErrBusy) while any handle has it open, unless o.Wait lets it
+// wait; Open meanwhile waits for it (at most its lock timeout) and then
+// opens the compacted file. The new file is built aside, in the same directory under
 // a hidden temporary name (".NAME.compact-XXXXXXXXXXXXXXXX"), with
 // scaling.Create and AddBatch, flushed (so durable and clean), checked with
 // Verify, and renamed over path; the directory is then synced. The
@@ -136,12 +143,12 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
-	f, size, ex, err := lockForCompact(path, opt.Wait)
+	hold, err := holdForRewrite(path, opt.Wait)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	defer ex.release()
+	defer hold.release()
+	f, size := hold.f, hold.size
 	removeCompactLeftovers(path)
 
 	a, err := analyze(&fileImage{f: f, size: size}, currentBoot(opt.BootID), nil)
@@ -171,7 +178,9 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 		os.Remove(tmp)
 		return nil, fmt.Errorf("recover: %w", err)
 	}
-	if err := mmapfile.SyncDir(filepath.Dir(path)); err != nil {
+	err = mmapfile.SyncDir(filepath.Dir(path))
+	hold.done() // the handles of the old file move to the new one, whatever err
+	if err != nil {
 		return nil, fmt.Errorf("recover: the compacted file is in place, but: %w", err)
 	}
 	if st, err := os.Stat(path); err == nil {
@@ -179,35 +188,6 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
-}
-
-// lockForCompact opens the file at path read-write and takes it
-// exclusively, with the open lock (see exclusive). A handle that held the
-// open lock until a whole-file rewrite renamed another file over path
-// leaves the lock on a file that is no longer at path: it opens again.
-func lockForCompact(path string, wait time.Duration) (*os.File, int64, *exclusive, error) {
-	deadline := time.Now().Add(wait)
-	for tries := 0; ; tries++ {
-		f, size, err := openRegular(path, os.O_RDWR)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		ex, err := takeExclusive(f, true, true, max(time.Until(deadline), 0))
-		if err != nil {
-			f.Close()
-			return nil, 0, nil, err
-		}
-		st, err1 := f.Stat()
-		cur, err2 := os.Stat(path)
-		if err1 == nil && err2 == nil && os.SameFile(st, cur) {
-			return f, size, ex, nil
-		}
-		ex.release()
-		f.Close()
-		if tries >= 100 {
-			return nil, 0, nil, fmt.Errorf("%w: %s was replaced %d times while Compact was taking it", ErrBusy, path, tries+1)
-		}
-	}
 }
 
 // compactRange is the id range Compact asks the Source for (see

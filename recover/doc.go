@@ -32,11 +32,14 @@
 // corrupt ones), zeroes the counters and re-adds the keys the application's
 // Source yields for the filter's id range.
 //
-// Repair and Rebuild take the file exclusively, with the locks listed in
-// docs/FORMAT.md (Locks) and explained in package scaling (Several
-// processes): they refuse with ErrBusy while another process has the file
-// open read-write or, to replace it in place, open at all, so that no handle
-// is left on the replaced file. Verify takes no lock. They never change the
+// Repair and Rebuild in place, and Compact, replace a file of format 1.3
+// (header.FlagLiveReplace) while other handles have it open: they freeze it
+// (scaling.Freeze), and every handle moves to the new file once it is at
+// the path (package scaling, Several processes; docs/FORMAT.md, Replacing a
+// live file). An older file they take exclusively, with the locks listed in
+// docs/FORMAT.md (Locks): they refuse with ErrBusy while another process has
+// it open at all. Repair to RepairOptions.Output and DryRun need no writer to
+// have the file open (ErrBusy otherwise). Verify takes no lock. They never change the
 // file in place: they write the result to a temporary file in the same
 // directory, sync it, and rename it over the original (keeping the original
 // as a backup) or write it to RepairOptions.Output, then sync the directory.

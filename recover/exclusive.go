@@ -8,6 +8,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
 )
 
 // exclusive holds the growth lock and every writer slot's lock byte of a
@@ -81,4 +82,86 @@ func (ex *exclusive) release() {
 func heldByOther(f *os.File, off int64) bool {
 	held, err := mmapfile.HeldFile(f, off)
 	return err == nil && held
+}
+
+// rewriteHold is a file held for a whole-file rewrite (Compact, Repair in
+// place): frozen (scaling.Freeze) if its handles follow a replacement
+// (header.FlagLiveReplace), else taken exclusively with the open lock, so
+// that no handle has it open (see exclusive).
+type rewriteHold struct {
+	f    *os.File
+	size int64
+	fz   *scaling.Frozen // frozen, or
+	ex   *exclusive      // exclusive
+}
+
+// holdForRewrite opens the file at path read-write and holds it for a
+// rewrite, waiting at most wait for other processes (a frozen file: at
+// least scaling.DefaultLockTimeout, for the writers' operations in flight).
+func holdForRewrite(path string, wait time.Duration) (*rewriteHold, error) {
+	fz, err := scaling.Freeze(path, wait)
+	switch {
+	case err == nil:
+		st, err := fz.File().Stat()
+		if err != nil {
+			fz.Abort()
+			return nil, fmt.Errorf("recover: %w", err)
+		}
+		return &rewriteHold{f: fz.File(), size: st.Size(), fz: fz}, nil
+	case !errors.Is(err, scaling.ErrNotLive):
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	f, size, ex, err := lockExclusive(path, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &rewriteHold{f: f, size: size, ex: ex}, nil
+}
+
+// done tells the handles of a frozen file that the new file is at the path
+// (the caller renamed it there): they move to it.
+func (h *rewriteHold) done() {
+	if h.fz != nil {
+		h.fz.Done()
+	}
+}
+
+// release ends the hold; a frozen file not replaced (no done) goes on as
+// it was.
+func (h *rewriteHold) release() {
+	if h.fz != nil {
+		h.fz.Abort() // closes h.f; nothing after Done
+		return
+	}
+	h.ex.release()
+	h.f.Close()
+}
+
+// lockExclusive opens the file at path read-write and takes it
+// exclusively, with the open lock (see exclusive). A handle that held the
+// open lock until a whole-file rewrite renamed another file over path
+// leaves the lock on a file that is no longer at path: it opens again.
+func lockExclusive(path string, wait time.Duration) (*os.File, int64, *exclusive, error) {
+	deadline := time.Now().Add(wait)
+	for tries := 0; ; tries++ {
+		f, size, err := openRegular(path, os.O_RDWR)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		ex, err := takeExclusive(f, true, true, max(time.Until(deadline), 0))
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, err
+		}
+		st, err1 := f.Stat()
+		cur, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(st, cur) {
+			return f, size, ex, nil
+		}
+		ex.release()
+		f.Close()
+		if tries >= 100 {
+			return nil, 0, nil, fmt.Errorf("%w: %s was replaced %d times while it was being taken", ErrBusy, path, tries+1)
+		}
+	}
 }

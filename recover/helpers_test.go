@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/regionhook"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
@@ -97,4 +98,27 @@ func openRegion(r mmapfile.Region, o *scaling.OpenOptions) (*scaling.Filter, err
 		return nil, err
 	}
 	return f.(*scaling.Filter), nil
+}
+
+// withoutLiveReplace rewrites the metadata of the closed file at path
+// without header.FlagLiveReplace: a file whose handles are not told of a
+// replacement (version 1.2 and older), which a rewrite takes only while no
+// handle has it open.
+func withoutLiveReplace(t testing.TB, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pick, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := pick.Meta
+	m.Flags &^= header.FlagLiveReplace
+	header.Encode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], m)
+	header.Encode(b[header.MetaBOffset:header.MetaBOffset+header.MetaSize], m)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -12,8 +12,11 @@ type RepairOptions struct {
 	// link where possible, else a copy); default path+".bak". An existing
 	// file there is replaced.
 	Backup string
-	// Wait is how long to wait for other processes to close the file; 0
-	// refuses at once with ErrBusy.
+	// Wait is how long to wait for other processes to close the file (a
+	// file older than format 1.3, or Output and DryRun: writers); 0 refuses
+	// at once with ErrBusy. A rewrite in place of a newer file waits for the
+	// growth lock and the writers' operations in flight instead (at least
+	// scaling.DefaultLockTimeout).
 	Wait time.Duration
 	// DryRun does everything but replace the file (or write Output): the
 	// returned report is that of the file a real run would write.

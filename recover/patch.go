@@ -144,6 +144,14 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 	n := uint64(len(a.filters))
 	p.put(header.PublishedOffset, a.meta.Retired+n)
 	p.put(header.RetiredOffset, a.meta.Retired)
+	if a.replacedBad {
+		p.put(header.ReplacedOffset, header.ReplaceNone)
+		p.act("cleared the replaced word")
+	} else {
+		// A freeze (a rewrite's, this one's own for a Repair in place):
+		// the copy starts live, and the word alone is no reason for one.
+		le.PutUint64(p.head[header.ReplacedOffset:], header.ReplaceNone)
+	}
 	p.zero(header.HotReservedOffset, header.BootIDOffset)
 	p.zero(header.HotTailOffset, header.HotOffset+header.PageSize)
 	for e := range header.MaxFilters {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -20,8 +21,9 @@ import (
 // operation whose outcome the counters cannot tell — stays marked dirty and
 // is listed in Report.NeedsRebuild: run Rebuild.
 //
-// It takes the file exclusively (ErrBusy while another process uses it, as
-// the package documentation says, unless o.Wait lets it wait), works on a
+// In place it holds the file as Compact does (a live file is frozen and its
+// handles move to the result; an older one is taken exclusively: ErrBusy
+// while another process uses it, unless o.Wait lets it wait), works on a
 // copy in the same directory, syncs it and renames it over the original,
 // keeping the original at o.Backup (default path+".bak"); or writes the
 // result to o.Output. It returns the Verify report of the file it wrote. A
@@ -66,16 +68,28 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 		path = real
 	}
 	inPlace := opt.Output == "" || sameFile(opt.Output, path)
-	f, size, writable, err := openOriginal(path, inPlace)
-	if err != nil {
-		return nil, err
+	var f *os.File
+	var size int64
+	var hold *rewriteHold // a rewrite in place: the file is replaced
+	var err error
+	if inPlace && !opt.DryRun {
+		if hold, err = holdForRewrite(path, opt.Wait); err != nil {
+			return nil, err
+		}
+		defer hold.release()
+		f, size = hold.f, hold.size
+	} else {
+		var writable bool
+		if f, size, writable, err = openOriginal(path, inPlace); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		ex, err := takeExclusive(f, writable, false, opt.Wait)
+		if err != nil {
+			return nil, err
+		}
+		defer ex.release()
 	}
-	defer f.Close()
-	ex, err := takeExclusive(f, writable, inPlace && !opt.DryRun, opt.Wait)
-	if err != nil {
-		return nil, err
-	}
-	defer ex.release()
 
 	img := &fileImage{f: f, size: size}
 	a, err := analyze(img, boot, nil)
@@ -95,7 +109,12 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if !inPlace {
 		target = opt.Output
 	}
-	return replace(&original{f: f, path: path, size: size, inPlace: inPlace}, p, target, boot, &opt)
+	rep, err := replace(&original{f: f, path: path, size: size, inPlace: inPlace, frozen: hold != nil && hold.fz != nil}, p, target, boot, &opt)
+	if hold != nil && !sameOpenFile(hold.f, path) {
+		// Renamed over (even if a later step failed): the handles move.
+		hold.done()
+	}
+	return rep, err
 }
 
 // openOriginal opens the file to repair read-write, or read-only when the
@@ -123,6 +142,7 @@ type original struct {
 	path    string // symbolic links resolved
 	size    int64
 	inPlace bool // the result replaces it (no Output)
+	frozen  bool // held by scaling.Freeze: its handles move to the result
 }
 
 // replace writes the patched copy of the original to a temporary file beside
@@ -155,7 +175,7 @@ func replace(orig *original, p *patch, target string, boot bootID, opt *RepairOp
 		if backup == "" {
 			backup = orig.path + ".bak"
 		}
-		if e := keepBackup(orig.f, orig.path, backup, orig.size); e != nil {
+		if e := keepBackup(orig.f, orig.path, backup, orig.size, orig.frozen); e != nil {
 			return nil, fmt.Errorf("recover: keeping the original as %s: %w", backup, e)
 		}
 		rep.Actions = append(rep.Actions, "kept the original as "+backup)
@@ -278,6 +298,13 @@ func (r *replacement) install(target string) error {
 	return nil
 }
 
+// sameOpenFile reports whether path names the open file f.
+func sameOpenFile(f *os.File, path string) bool {
+	sf, err1 := f.Stat()
+	sp, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(sf, sp)
+}
+
 func sameFile(a, b string) bool {
 	sa, err1 := os.Stat(a)
 	sb, err2 := os.Stat(b)
@@ -286,13 +313,17 @@ func sameFile(a, b string) bool {
 
 // keepBackup makes backup name the original file: a hard link where the file
 // system allows, else a synced copy. An existing backup is replaced.
-func keepBackup(f *os.File, path, backup string, size int64) error {
+//
+// A frozen file (a live file's Repair in place) is always copied, with its
+// replaced word clear: a link would share the word that sends the file's
+// handles to the repaired file, and the backup would not open.
+func keepBackup(f *os.File, path, backup string, size int64, frozen bool) error {
 	if sameFile(path, backup) {
 		return nil
 	}
 	tmp := backup + ".tmp"
 	os.Remove(tmp)
-	if err := os.Link(path, tmp); err != nil {
+	if frozen || os.Link(path, tmp) != nil {
 		c, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return err
@@ -301,6 +332,9 @@ func keepBackup(f *os.File, path, backup string, size int64) error {
 			c.Chmod(st.Mode().Perm())
 		}
 		_, err = io.Copy(c, io.NewSectionReader(f, 0, size))
+		if err == nil && frozen && size >= header.ReplacedOffset+8 {
+			_, err = c.WriteAt(make([]byte, 8), header.ReplacedOffset)
+		}
 		if err == nil {
 			err = c.Sync()
 		}

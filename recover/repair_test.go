@@ -128,11 +128,14 @@ func TestRepairOptions(t *testing.T) {
 	})
 }
 
-// TestRepairBusy: Repair refuses while a writer has the file open (its slot
-// lock), at once without Wait, and goes ahead when the writer closes within
-// Wait. Verify meanwhile reports the live slot and changes nothing.
+// TestRepairBusy: Repair refuses while a writer has a file without
+// FlagLiveReplace open (its slot lock), at once without Wait, and goes ahead
+// when the writer closes within Wait. Verify meanwhile reports the live slot
+// and changes nothing. (A file with the flag is repaired while open:
+// TestRewriteLive.)
 func TestRepairBusy(t *testing.T) {
 	path := interruptedFile(t)
+	withoutLiveReplace(t, path)
 	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, AllowUnclean: true})
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +204,7 @@ func TestVerifyReport(t *testing.T) {
 
 func TestRepairRefusesOpenReader(t *testing.T) {
 	path := newFile(t, 100, counting4.Blocked512, 10)
+	withoutLiveReplace(t, path)
 	flipByte(t, path, header.MetaBOffset) // something to repair
 	reader, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
 	if err != nil {
