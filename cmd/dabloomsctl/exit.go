@@ -90,7 +90,7 @@ func hintFor(err error) string {
 	case errors.Is(err, scaling.ErrNoSlot):
 		return "every writer slot is taken by a live process or holds a cut operation: run 'dabloomsctl verify FILE'"
 	case errors.Is(err, recover.ErrBusy):
-		return "another process has the file open (a repair in place waits for readers too): stop it, or raise --wait"
+		return "another process has the file open (a file older than format 1.3 is rewritten only once every handle, readers included, has closed it): stop it, or raise --wait"
 	case errors.Is(err, scaling.ErrExists):
 		return "use --force to replace it"
 	case errors.Is(err, fs.ErrPermission):
