@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -43,10 +45,19 @@ func checkParams(capacity uint64, errorRate float64) error {
 
 // createStore makes a new file at path, replacing one that is there, as the
 // original's O_TRUNC did. Unlike the original it refuses (ErrBusy) while any
-// handle in any process has the old file open.
+// handle in any process has the old file open: scaling.Create would replace
+// it and move those handles to the new, empty file, which a C program that
+// keeps the old handle does not expect of new_scaling_bloom.
 func createStore(path string, capacity uint64, errorRate float64, k kind) (*scaling.Filter, error) {
 	if err := checkParams(capacity, errorRate); err != nil {
 		return nil, err
+	}
+	if old, err := mmapfile.OpenRegular(path, os.O_RDONLY, 0); err == nil {
+		held, herr := mmapfile.HeldFile(old, header.OpenLockOffset)
+		old.Close()
+		if herr == nil && held {
+			return nil, fmt.Errorf("%w: %s is open in another handle or process; close it first", scaling.ErrBusy, path)
+		}
 	}
 	o := &scaling.Options{Capacity: capacity, ErrorRate: errorRate, Overwrite: true}
 	if k == kindCounting {
