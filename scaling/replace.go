@@ -97,6 +97,10 @@ func (f *Filter) move() error {
 		return errRetry
 	case f.userClosed:
 		return ErrClosed
+	case f.path == "" && f.file != nil:
+		// Still being opened (Open sets the path last): Open opens the
+		// path again.
+		return errRetry
 	case f.path == "":
 		return &header.CorruptionError{Offset: header.ReplacedOffset, Filter: -1, Field: "replaced",
 			Reason: "a store in memory is marked replaced", Err: header.ErrCorrupt}
