@@ -154,6 +154,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	var r *record
 	var late bool
 	var sh *quotaShard
+	var pr counting4.Probe
 	for {
 		if m, late, sh = route(c, id, h.native); m == nil {
 			// The newest filter is full: append one (or find that another
@@ -185,7 +186,8 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				}
 			}
 			kh := m.keyHash(h)
-			m.cf.PrefetchProbe(m.cf.Prepare(kh))
+			pr = m.cf.Prepare(kh)
+			m.cf.PrefetchProbe(pr)
 			// The record is published before the state word is read (the
 			// flush protocol's half of a Dekker handshake: a flush that froze
 			// writers then sees this operation in flight).
@@ -239,11 +241,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 			return err
 		}
 	}
-	kh := m.keyHash(h)
-	var pos [counting4.MaxK]uint64
-	p := pos[:m.desc.K]
-	m.cf.Positions(kh, p)
-	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
+	m.cf.AddProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
 	// The item count first, then the admission is released: the two never
 	// count less than the Adds admitted.
 	m.count(1)
@@ -258,20 +256,21 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	// and whose counters for the key are all non-zero. If several do, the
 	// key may be a false positive of all but one, and decrementing the
 	// wrong one would take counts from other keys: refuse rather than guess.
-	var pos [counting4.MaxK]uint64
 	target, entry, late := findLate(c, h, id)
+	var pr counting4.Probe
+	if late {
+		pr = target.cf.Prepare(target.keyHash(h))
+	}
 	for i := len(c.f) - 1; i >= 0 && !late; i-- {
 		m := c.f[i]
 		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
 			continue
 		}
-		p := pos[:m.desc.K]
-		m.cf.Positions(m.keyHash(h), p)
-		if m.cf.ContainsAt(p) {
+		if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
 			if target != nil {
 				return ErrAmbiguous
 			}
-			target = m
+			target, pr = m, p
 		}
 	}
 	if target == nil {
@@ -279,8 +278,6 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	}
 	m := target
 	kh := m.keyHash(h)
-	p := pos[:m.desc.K]
-	m.cf.Positions(kh, p)
 	// Record first, then read the state word (see add).
 	r := f.claimRecord(kh, header.OpRemove, m.idx)
 	if m.gone() {
@@ -300,7 +297,7 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		r.finish(false)
 		return err
 	}
-	if !m.cf.RemoveAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
+	if !m.cf.RemoveProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
 		r.finish(false)
 		return ErrNotPresent
 	}

@@ -1,0 +1,223 @@
+package counting4
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// AddProbe increments the counters of a prepared probe (saturating at 15),
+// as AddAt does with the positions of Positions(h): the same counters, the
+// same record protocol (evidence, doubt, compare-and-swap, changed, per
+// word, in the order of each word's first position), and the same result.
+// For the blocked layouts it computes every word's new value from one
+// snapshot of the block without a branch per position, then changes each
+// word with one compare-and-swap: AddAt's grouping loops cost a
+// mispredicted branch per position or two (docs/PERFORMANCE.md).
+func (f *Filter) AddProbe(p Probe, rec *Record) {
+	switch f.layout {
+	case Blocked512:
+		var c blockChange
+		blk := (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:])
+		computeBlock(&c, blk, p.s, f.k, true)
+		f.addBlock(p, &c, blk[:], rec)
+	case Blocked1024:
+		var c blockChange
+		blk := (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:])
+		computeBlock(&c, blk, p.s, f.k, true)
+		f.addBlock(p, &c, blk[:], rec)
+	default:
+		var pos [MaxK]uint64
+		f.layout.Positions(p.h, f.counters, f.k, pos[:])
+		f.AddAt(pos[:f.k], rec)
+	}
+}
+
+// RemoveProbe decrements the counters of a prepared probe if all are
+// non-zero and reports whether it did, as RemoveAt does with the positions
+// of Positions(h) (see AddProbe).
+func (f *Filter) RemoveProbe(p Probe, rec *Record) bool {
+	switch f.layout {
+	case Blocked512:
+		var c blockChange
+		blk := (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:])
+		computeBlock(&c, blk, p.s, f.k, false)
+		return f.removeBlock(p, &c, blk[:], rec)
+	case Blocked1024:
+		var c blockChange
+		blk := (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:])
+		computeBlock(&c, blk, p.s, f.k, false)
+		return f.removeBlock(p, &c, blk[:], rec)
+	}
+	var pos [MaxK]uint64
+	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	return f.RemoveAt(pos[:f.k], rec)
+}
+
+// blockChange is one key's change to its block, computed from a snapshot:
+// old[i] is word i of the block as read, delta[i] what the change adds to
+// it (modulo 2^64: a decrement is a negative delta), chg[i] the mask of
+// the positions whose counter it changes, and order[:n] the words the
+// positions touch, in the order of their first position.
+type blockChange struct {
+	old, delta, chg [BlockCounters1024 / 16]uint64
+	order           [32]uint8 // (32: indexed by n&31 without a bounds check)
+	n               int
+	bad             uint64 // a remove: some counter was zero
+}
+
+// chunkBits returns the layout's position width and positions per state
+// word (Layout.chunks) for a block of nw words.
+func chunkBits(nw int) (w uint, per int) {
+	if nw == BlockCounters512/16 {
+		return 7, 9
+	}
+	return 8, 8
+}
+
+// computeBlock fills c from block blk for the k positions of state s, for
+// an add or a remove, walking the positions as blockedPositions does.
+// Positions that share a counter change it once each, in order, as AddAt
+// and RemoveAt do. It is generic, as containsBlock is, so that each block
+// size gets constant widths and no bounds checks.
+func computeBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](c *blockChange, blk *B, s uint64, k int, add bool) {
+	w, per, nw := uint(8), 8, 16
+	if unsafe.Sizeof(*blk) == BlockCounters512/2 {
+		w, per, nw = 7, 9, 8
+	}
+	for i := 0; i < nw; i++ {
+		c.old[i&15] = atomic.LoadUint64(&(*blk)[i])
+	}
+	var touched uint64
+	n := 0
+	for j := 0; ; s = header.Fmix64(s ^ golden) {
+		x := s
+		for end := min(j+per, k); j < end; j++ {
+			pc := x & (1<<w - 1)
+			x >>= w
+			wi := pc >> 4 & 15
+			sh := pc & 15 * 4
+			v := (c.old[wi] + c.delta[wi]) >> sh & 15
+			var d uint64
+			if add {
+				d = (v+1)>>4 ^ 1 // 1 unless saturated
+				c.delta[wi] += d << sh
+			} else {
+				z := (v - 1) >> 63 // 1 if zero
+				c.bad |= z
+				d = ((v+1)>>4 ^ 1) &^ z // 1 unless saturated or zero
+				c.delta[wi] -= d << sh
+			}
+			c.chg[wi] |= d << j
+			c.order[n&31] = uint8(wi)
+			n += int(touched>>wi&1 ^ 1)
+			touched |= 1 << wi
+		}
+		if j >= k {
+			break
+		}
+	}
+	c.n = n
+}
+
+// wordGroup recomputes word wi's new value from cur for the positions of
+// state s that fall in it, returning the new value and the positions
+// changed, and for a remove whether a counter was zero: the slow path of a
+// compare-and-swap that lost to another writer.
+func wordGroup(nw int, s uint64, k int, wi uint64, cur uint64, add bool) (nv, chg uint64, zero bool) {
+	w, per := chunkBits(nw)
+	mask := uint64(nw - 1)
+	nv = cur
+	for j := 0; ; s = header.Fmix64(s ^ golden) {
+		x := s
+		for end := min(j+per, k); j < end; j++ {
+			pc := x & (1<<w - 1)
+			x >>= w
+			if pc>>4&mask != wi {
+				continue
+			}
+			sh := pc & 15 * 4
+			switch v := nv >> sh & 15; {
+			case v == 15:
+			case add:
+				nv += 1 << sh
+				chg |= 1 << j
+			case v == 0:
+				zero = true
+			default:
+				nv -= 1 << sh
+				chg |= 1 << j
+			}
+		}
+		if j >= k {
+			return nv, chg, zero
+		}
+	}
+}
+
+// addBlock applies c, computed for probe p in block blk.
+func (f *Filter) addBlock(p Probe, c *blockChange, blk []uint64, rec *Record) {
+	first := p.base >> 4
+	for i := range c.n {
+		wi := uint64(c.order[i])
+		m := c.chg[wi]
+		if m == 0 {
+			continue // every counter of the word is saturated
+		}
+		old, nv := c.old[wi], c.old[wi]+c.delta[wi]
+		for !f.cas(first+wi, old, nv, m, rec) {
+			// Another writer changed the word since the snapshot.
+			old = atomic.LoadUint64(&blk[wi])
+			if nv, m, _ = wordGroup(len(blk), p.s, f.k, wi, old, true); m == 0 {
+				break
+			}
+		}
+		if m != 0 {
+			rec.set(m)
+		}
+	}
+	rec.doubt(0)
+}
+
+// removeBlock applies c, computed for probe p in block blk, unless it
+// found a zero counter.
+func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record) bool {
+	if c.bad != 0 {
+		return false // a counter is zero: the key is not there
+	}
+	first := p.base >> 4
+	var done uint64 // the positions of the words changed so far
+	for i := range c.n {
+		wi := uint64(c.order[i])
+		m := c.chg[wi]
+		if m != 0 {
+			old, nv := c.old[wi], c.old[wi]+c.delta[wi]
+			for !f.cas(first+wi, old, nv, m, rec) {
+				old = atomic.LoadUint64(&blk[wi])
+				var zero bool
+				nv, m, zero = wordGroup(len(blk), p.s, f.k, wi, old, false)
+				if zero {
+					// Another remover got there first: restore what this
+					// one changed.
+					var pos [MaxK]uint64
+					f.layout.Positions(p.h, f.counters, f.k, pos[:])
+					f.undo(pos[:f.k], -1, rec, done)
+					rec.doubt(0)
+					return false
+				}
+				if m == 0 {
+					break
+				}
+			}
+			if m != 0 {
+				rec.set(m)
+			}
+		}
+		// (Positions left alone, saturated, need no undo: a counter at 15
+		// stays there.)
+		done |= m
+	}
+	rec.doubt(0)
+	return true
+}

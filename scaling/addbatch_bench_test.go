@@ -1,0 +1,58 @@
+package scaling
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkAddBatchKey times adding n keys (ids rising) into a fresh
+// store pre-sized for them, per key: with AddBatch ("batch", in batches of
+// 4096 keys, as dabloomsctl add --from) and with Add in a loop ("loop").
+// One iteration adds every key, so use -benchtime 1x (and -count):
+//
+//	go test ./scaling -run '^$' -bench AddBatchKey -benchtime 1x -count 3
+func BenchmarkAddBatchKey(b *testing.B) {
+	requireFiles(b)
+	for _, n := range []int{1_000_000, 10_000_000} {
+		if testing.Short() && n > 1_000_000 {
+			continue
+		}
+		keys, ids := batchKeys("b", n)
+		for _, mode := range []string{"loop", "batch"} {
+			b.Run(fmt.Sprintf("%s/%dM", mode, n/1_000_000), func(b *testing.B) {
+				var ct cpuTimer
+				for range b.N {
+					b.StopTimer()
+					f, err := Create(filepath.Join(b.TempDir(), "b.dbl"), &Options{Capacity: uint64(n), ErrorRate: 0.01})
+					if err != nil {
+						b.Fatal(err)
+					}
+					runtime.GC() // the keys' allocation's GC must not run in the timed loop
+					b.StartTimer()
+					ct.start()
+					if mode == "loop" {
+						for i := range keys {
+							if err := f.Add(keys[i], ids[i]); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else {
+						for i := 0; i < n; i += 4096 {
+							j := min(i+4096, n)
+							if err := f.AddBatch(keys[i:j], ids[i:j]); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					ct.stopN(b, n)
+					b.StopTimer()
+					f.Close()
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+			})
+		}
+	}
+}
