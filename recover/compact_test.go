@@ -398,11 +398,7 @@ const compactKillKeys = 60_000
 // file, storing 1 in word 0 of the shared log before it starts and 2 once
 // it is done.
 func TestCompactKillChild(t *testing.T) {
-	role := compactKill.Role()
-	if role == "" {
-		t.Skip("the compacting process of TestCompactKill")
-	}
-	childproc.ExitWithParent(role)
+	compactKill.Child(t)
 	lg, err := childproc.MapShm(compactKill.Env("LOG"), 1, false)
 	if err != nil {
 		t.Fatal(err)

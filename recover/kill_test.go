@@ -45,11 +45,7 @@ func killKey(proc, g, n int) []byte { return []byte(fmt.Sprintf("p%d-g%d-%d", pr
 
 // TestKillChild is the writer process of TestKillWritersThenRepair.
 func TestKillChild(t *testing.T) {
-	role := killWriters.Role()
-	if role == "" {
-		t.Skip("writer process of TestKillWritersThenRepair")
-	}
-	childproc.ExitWithParent(role)
+	killWriters.Child(t)
 	proc := killWriters.EnvInt("PROC")
 	lg, err := childproc.MapShm(killWriters.Env("LOG"), killLogWords(), false)
 	if err != nil {

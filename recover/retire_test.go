@@ -400,11 +400,7 @@ const retireWindow = 100
 // TestRetireKillChild is the child of TestRetireKill. Log word 0 is 1 once
 // the store is open; word 1 the id of the last Add that returned.
 func TestRetireKillChild(t *testing.T) {
-	role := retireWriters.Role()
-	if role == "" {
-		t.Skip("child process of TestRetireKill")
-	}
-	childproc.ExitWithParent(role)
+	retireWriters.Child(t)
 	lg, err := childproc.MapShm(retireWriters.Env("LOG"), 2, false)
 	if err != nil {
 		t.Fatal(err)

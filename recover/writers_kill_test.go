@@ -62,11 +62,7 @@ func wkWord(p, k int) int { return wkBase + wkStride*p + k }
 
 // TestWritersKillChild is a writer process of TestWritersKillRepairRemove.
 func TestWritersKillChild(t *testing.T) {
-	role := wkWriters.Role()
-	if role == "" {
-		t.Skip("writer process of TestWritersKillRepairRemove")
-	}
-	childproc.ExitWithParent(role)
+	role := wkWriters.Child(t)
 	if err := wkWriter(); err != nil {
 		fmt.Fprintf(os.Stderr, "writer %s (pid %d): %v\n", role, os.Getpid(), err)
 		os.Exit(2)

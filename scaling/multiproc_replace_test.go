@@ -45,11 +45,7 @@ func mprKey(i int) []byte { return fmt.Appendf(nil, "mpr-%07d", i) }
 
 // TestMPReplaceChild is the entry point of the children.
 func TestMPReplaceChild(t *testing.T) {
-	role := replaceChildren.Role()
-	if role == "" {
-		t.Skip("child of TestMPReplaceLive; runs only when re-executed by it")
-	}
-	childproc.ExitWithParent(role)
+	role := replaceChildren.Child(t)
 	ctl, err := childproc.MapShm(replaceChildren.Env("CTL"), childproc.CtlWords, false)
 	if err == nil {
 		switch role {

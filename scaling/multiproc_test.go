@@ -27,11 +27,7 @@ var children = childproc.Family{Test: "TestMPChild", Prefix: "DABLOOMS_MP_"}
 // TestMPChild is the entry point of every re-executed child. It does nothing
 // unless DABLOOMS_MP_CHILD names a role.
 func TestMPChild(t *testing.T) {
-	mode := children.Role()
-	if mode == "" {
-		t.Skip("child of the multi-process tests; runs only when re-executed by them")
-	}
-	childproc.ExitWithParent(mode)
+	mode := children.Child(t)
 	var err error
 	switch mode {
 	case "stream":

@@ -118,11 +118,7 @@ type winCheckReport struct {
 // TestMPWindowChild is the entry point of the window test's children; it
 // does nothing unless DABLOOMS_MPW_CHILD names a role.
 func TestMPWindowChild(t *testing.T) {
-	role := windowChildren.Role()
-	if role == "" {
-		t.Skip("child of TestMPWindow; runs only when re-executed by it")
-	}
-	childproc.ExitWithParent(role)
+	role := windowChildren.Child(t)
 	var wp winParams
 	err := json.Unmarshal([]byte(windowChildren.Env("PARAMS")), &wp)
 	if err == nil {

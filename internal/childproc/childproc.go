@@ -110,6 +110,19 @@ type Family struct {
 // Role is the role this process was started in, "" in a parent.
 func (fm Family) Role() string { return os.Getenv(fm.Prefix + "CHILD") }
 
+// Child begins the family's Test function: in a parent it skips the test
+// (the function runs only when re-executed as a child); in a child it
+// arranges to exit with the parent (ExitWithParent) and returns the role.
+func (fm Family) Child(t testing.TB) string {
+	t.Helper()
+	role := fm.Role()
+	if role == "" {
+		t.Skip("child process: runs only when a test re-executes the binary as " + fm.Test)
+	}
+	ExitWithParent(role)
+	return role
+}
+
 // Env is the value of the entry name the parent passed.
 func (fm Family) Env(name string) string { return os.Getenv(fm.Prefix + name) }
 
