@@ -153,9 +153,7 @@ func lockExclusive(path string, wait time.Duration) (*os.File, int64, *exclusive
 			f.Close()
 			return nil, 0, nil, err
 		}
-		st, err1 := f.Stat()
-		cur, err2 := os.Stat(path)
-		if err1 == nil && err2 == nil && os.SameFile(st, cur) {
+		if sameOpenFile(f, path) {
 			return f, size, ex, nil
 		}
 		ex.release()
