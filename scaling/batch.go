@@ -46,11 +46,13 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 	out = out[:len(keys)]
 	// No registration with the Filter: holding the chain keeps the mapping
 	// (see mapKeep).
-	f = f.live()
-	c, err := f.current()
-	for f.again(err) {
+	var c *chain
+	var err error
+	for {
 		f = f.live()
-		c, err = f.current()
+		if c, err = f.current(); !f.again(err) {
+			break
+		}
 	}
 	if err != nil {
 		// Closed: false. A chain that cannot be read: every key may be

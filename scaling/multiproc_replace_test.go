@@ -191,8 +191,10 @@ func mprRun(t *testing.T, control bool) {
 			if err != nil {
 				t.Fatalf("Repair of the live file: %v", err)
 			}
-			if fi, _ := os.Stat(path); func() bool { st, _ := old.Stat(); return os.SameFile(st, fi) }() {
-				t.Fatalf("Repair left the file in place: %v", rep.Actions)
+			cur, err1 := os.Stat(path)
+			was, err2 := old.Stat()
+			if err1 != nil || err2 != nil || os.SameFile(cur, was) {
+				t.Fatalf("Repair left the file in place (%v, %v): %v", err1, err2, rep.Actions)
 			}
 		}
 		advance(1000) // the writer goes on, in the new file
