@@ -46,13 +46,10 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 	out = out[:len(keys)]
 	// No registration with the Filter: holding the chain keeps the mapping
 	// (see mapKeep).
-	var c *chain
-	var err error
-	for {
+	c, err := f.current()
+	for f.again(err) { // the file was replaced (see Contains)
 		f = f.live()
-		if c, err = f.current(); !f.again(err) {
-			break
-		}
+		c, err = f.current()
 	}
 	if err != nil {
 		// Closed: false. A chain that cannot be read: every key may be

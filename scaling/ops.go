@@ -52,21 +52,21 @@ func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)
 // cannot be mapped even so (a damaged file), Contains cannot rule the key
 // out and reports true; Stats().RefreshError says why.
 func (f *Filter) Contains(key []byte) bool {
-	for {
+	// No atomic read-modify-write here (see mapKeep): holding the chain
+	// keeps the mapping alive. A handle whose file was replaced fails
+	// current (errRetry, or ErrClosed once it has moved): only then does
+	// the call go to its successor.
+	c, err := f.current()
+	for f.again(err) {
 		f = f.live()
-		// No atomic read-modify-write here (see mapKeep): holding the
-		// chain keeps the mapping alive.
-		c, err := f.current()
-		if err != nil {
-			if f.again(err) {
-				continue
-			}
-			return !errors.Is(err, ErrClosed)
-		}
-		found := containsIn(c, f.hash(c, key))
-		runtime.KeepAlive(c)
-		return found
+		c, err = f.current()
 	}
+	if err != nil {
+		return !errors.Is(err, ErrClosed)
+	}
+	found := containsIn(c, f.hash(c, key))
+	runtime.KeepAlive(c)
+	return found
 }
 
 func containsIn(c *chain, h hashes) bool {
@@ -118,12 +118,12 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
-	for {
+	err := f.modifyOnce(key, id, op)
+	for f.again(err) { // the file was replaced (see Contains)
 		f = f.live()
-		if err := f.modifyOnce(key, id, op); !f.again(err) {
-			return err
-		}
+		err = f.modifyOnce(key, id, op)
 	}
+	return err
 }
 
 func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {

@@ -69,6 +69,9 @@ func (f *Filter) live() *Filter {
 // again reports whether an operation on f that failed with err starts over
 // on f.live(): f's file was replaced, or f was closed because it was.
 func (f *Filter) again(err error) bool {
+	if err == nil {
+		return false
+	}
 	return errors.Is(err, errRetry) || (errors.Is(err, ErrClosed) && f.next.Load() != nil)
 }
 
