@@ -13,8 +13,9 @@ import (
 // word, in the order of each word's first position), and the same result.
 // For the blocked layouts it computes every word's new value from one
 // snapshot of the block without a branch per position, then changes each
-// word with one compare-and-swap: AddAt's grouping loops cost a
-// mispredicted branch per position or two (docs/PERFORMANCE.md).
+// word with one compare-and-swap: AddAt's grouping loops, whose trip
+// counts depend on the key, took with their CASes over half of a profiled
+// Add and Remove (docs/PERFORMANCE.md, What each lever gained).
 func (f *Filter) AddProbe(p Probe, rec *Record) {
 	switch f.layout {
 	case Blocked512:

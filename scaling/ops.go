@@ -258,34 +258,58 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	// wrong one would take counts from other keys: refuse rather than guess.
 	target, entry, late := findLate(c, h, id)
 	var pr counting4.Probe
-	if late {
+	var r *record
+	switch only, n := inRange(c, id); {
+	case late:
 		pr = target.cf.Prepare(target.keyHash(h))
-	}
-	for i := len(c.f) - 1; i >= 0 && !late; i-- {
-		m := c.f[i]
-		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
-			continue
-		}
-		if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
-			if target != nil {
-				return ErrAmbiguous
-			}
-			target, pr = m, p
-		}
-	}
-	if target == nil {
+	case n == 0:
 		return ErrNotPresent
+	case n == 1:
+		// One filter's range holds id (always so in a file this version
+		// wrote): start the miss of the key's block, and claim the record
+		// while it is pending (a locked instruction would wait for a load
+		// of the block, not for a prefetch); the presence test follows.
+		// A Remove of an absent key then claims a record and gives it
+		// back, but makes no counter change and marks nothing dirty.
+		pr = only.cf.Prepare(only.keyHash(h))
+		only.cf.PrefetchProbe(pr)
+		if r = f.claimRecord(only.keyHash(h), header.OpRemove, only.idx); only.gone() || !only.cf.ContainsProbe(pr) {
+			// Absent, or (gone) its filter was retired since the chain
+			// was read: the key is gone with it (see add). Or the file
+			// is being replaced: wait, and start over.
+			r.finish(false)
+			return f.goneErr(ErrNotPresent)
+		}
+		target = only
+	default:
+		for i := len(c.f) - 1; i >= 0; i-- {
+			m := c.f[i]
+			if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
+				continue
+			}
+			if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
+				if target != nil {
+					return ErrAmbiguous
+				}
+				target, pr = m, p
+			}
+		}
+		if target == nil {
+			return ErrNotPresent
+		}
 	}
 	m := target
 	kh := m.keyHash(h)
-	// Record first, then read the state word (see add).
-	r := f.claimRecord(kh, header.OpRemove, m.idx)
-	if m.gone() {
-		// The filter holding the key was retired since the chain was
-		// read: the key is gone with it (see add). Or the file is being
-		// replaced: wait, and start over.
-		r.finish(false)
-		return f.goneErr(ErrNotPresent)
+	if r == nil {
+		// Record first, then read the state word (see add).
+		r = f.claimRecord(kh, header.OpRemove, m.idx)
+		if m.gone() {
+			// The filter holding the key was retired since the chain was
+			// read: the key is gone with it (see add). Or the file is
+			// being replaced: wait, and start over.
+			r.finish(false)
+			return f.goneErr(ErrNotPresent)
+		}
 	}
 	if late {
 		// The entry is cleared after the counters: Repair clears it for a
@@ -307,6 +331,21 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	m.uncount(atomic.LoadUint64(r.changed) != 0)
 	r.finish(true)
 	return nil
+}
+
+// inRange returns how many filters' id ranges hold id (0, 1, or 2 for
+// more), and the filter if only one does.
+func inRange(c *chain, id uint64) (*member, int) {
+	var only *member
+	n := 0
+	for i := len(c.f) - 1; i >= 0 && n < 2; i-- {
+		m := c.f[i]
+		if id >= atomic.LoadUint64(m.minID) && id <= atomic.LoadUint64(m.maxID)&header.MaxID {
+			only = m
+			n++
+		}
+	}
+	return only, n
 }
 
 // findLate returns the filter whose late-add index holds (key, id) and

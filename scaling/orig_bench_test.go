@@ -3,7 +3,8 @@ package scaling
 import (
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/dablooms/dablooms/counting4"
 )
 
 // BenchmarkOrigConfig times single Adds and Removes in the C original's
@@ -68,43 +69,79 @@ func BenchmarkOrigConfig(b *testing.B) {
 	})
 }
 
-// BenchmarkOrigFloor is the floor of BenchmarkOrigConfig/remove and /add:
-// the same keys and filter, but only what the counters need — hash,
-// prepare, and the counter update without a record (remove: after the
-// presence test a Remove makes) — none of the bookkeeping that makes an
-// operation recoverable, exact and safe with other writers.
+// BenchmarkOrigFloor is the floor of BenchmarkOrigConfig: the same keys
+// and filter, but only what the counters need, none of the bookkeeping
+// that makes an operation recoverable, exact and safe beside other
+// writers (records, dirty mark, admission, id range, item count):
+//   - cas-add, cas-remove: hash, prepare, and the counter update with a
+//     compare-and-swap per word (AddProbe, RemoveProbe after the presence
+//     test a Remove makes), without a record;
+//   - plain-add, plain-remove: hash, positions, and a plain
+//     read-modify-write per counter, as the C original changes its
+//     counters (no other writer could share the file).
+//
+// Each sub-benchmark adds (or removes) b.N keys: -benchtime 1000000x.
 func BenchmarkOrigFloor(b *testing.B) {
 	requireFiles(b)
 	const n = 1_000_000
 	keys := getKeys(n)
-	if b.N > n {
-		b.Skip("at most 1M keys (one pass)")
-	}
-	f, err := Create(filepath.Join(b.TempDir(), "orig.dbl"), &Options{Capacity: 1_000_000, ErrorRate: 0.01, GrowthFactor: 1, TighteningRatio: 0.5})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	m := f.chain.Load().f[0]
-	seed := f.params.Seed
-	var ct cpuTimer
-	b.ResetTimer()
-	ct.start()
-	for i := 0; i < b.N; i++ {
-		p := m.cf.Prepare(HashKey(seed, keys.key(i)) + m.salt)
-		m.cf.AddProbe(p, nil)
-	}
-	ct.stop(b)
-	ct.start()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		p := m.cf.Prepare(HashKey(seed, keys.key(i)) + m.salt)
-		if !m.cf.ContainsProbe(p) || !m.cf.RemoveProbe(p, nil) {
-			b.Fatal("not present")
+	setup := func(b *testing.B, fill bool) (*member, uint64) {
+		if b.N > n {
+			b.Skip("at most 1M keys (one pass)")
 		}
+		f, err := Create(filepath.Join(b.TempDir(), "orig.dbl"), &Options{Capacity: 1_000_000, ErrorRate: 0.01, GrowthFactor: 1, TighteningRatio: 0.5})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		m := f.chain.Load().f[0]
+		if fill {
+			for i := 0; i < b.N; i++ {
+				m.cf.AddProbe(m.cf.Prepare(HashKey(f.params.Seed, keys.key(i))+m.salt), nil)
+			}
+		}
+		return m, f.params.Seed
 	}
-	b.ReportMetric(float64(time.Since(start))/float64(b.N), "remove-ns/op")
-	ct.stop(b)
+	time := func(b *testing.B, op func(i int)) {
+		var ct cpuTimer
+		b.ResetTimer()
+		ct.start()
+		for i := 0; i < b.N; i++ {
+			op(i)
+		}
+		ct.stop(b)
+	}
+	b.Run("cas-add", func(b *testing.B) {
+		m, seed := setup(b, false)
+		time(b, func(i int) { m.cf.AddProbe(m.cf.Prepare(HashKey(seed, keys.key(i))+m.salt), nil) })
+	})
+	b.Run("cas-remove", func(b *testing.B) {
+		m, seed := setup(b, true)
+		time(b, func(i int) {
+			p := m.cf.Prepare(HashKey(seed, keys.key(i)) + m.salt)
+			if !m.cf.ContainsProbe(p) || !m.cf.RemoveProbe(p, nil) {
+				b.Fatal("not present")
+			}
+		})
+	})
+	for _, dir := range []string{"add", "remove"} {
+		b.Run("plain-"+dir, func(b *testing.B) {
+			m, seed := setup(b, dir == "remove")
+			w := m.cf.Words()
+			var pos [counting4.MaxK]uint64
+			p := pos[:m.desc.K]
+			time(b, func(i int) {
+				m.cf.Positions(HashKey(seed, keys.key(i))+m.salt, p)
+				for _, c := range p {
+					if dir == "add" {
+						w[c>>4] += 1 << (c & 15 * 4)
+					} else {
+						w[c>>4] -= 1 << (c & 15 * 4)
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkCachedAddRemove is an Add and a Remove of the same key on a
