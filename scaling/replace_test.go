@@ -241,3 +241,35 @@ func TestReplacedMarkAtPathIsCorrupt(t *testing.T) {
 		t.Fatalf("Open = %v, want a CorruptionError on the replaced word", err)
 	}
 }
+
+// TestFreezeHoldsRemoves: a Remove that finds the file frozen waits and
+// removes the key once the rewrite gives up; it does not report the key
+// absent (the key's filter is not gone, only frozen). One filter's range
+// holds the id: the path that claims the record before the presence test.
+func TestFreezeHoldsRemoves(t *testing.T) {
+	w, path := createFile(t, &Options{Capacity: 5000, Seed: 1})
+	for i := range 10 {
+		if err := w.Add(replKey(0, i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fz, err := Freeze(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() { errs <- w.Remove(replKey(0, 3), 3) }()
+	select {
+	case err := <-errs:
+		fz.Abort()
+		t.Fatalf("a Remove returned (%v) while the file was frozen", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	fz.Abort()
+	if err := <-errs; err != nil {
+		t.Fatalf("the Remove held by the freeze: %v", err)
+	}
+	if w.Contains(replKey(0, 3)) {
+		t.Fatal("the key is still there after its Remove")
+	}
+}
