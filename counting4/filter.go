@@ -16,6 +16,7 @@ type Filter struct {
 	counters uint64
 	k        int
 	layout   Layout
+	excl     bool // see SetExclusive
 }
 
 // New returns a filter of the given layout, counters and k over words, which
@@ -35,6 +36,17 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 	}
 	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil
 }
+
+// SetExclusive tells the filter whether its caller is, for now, the only
+// writer of the words, in every process, and makes one change at a time:
+// AddProbe, RemoveProbe and the other updates then store each word's new
+// value (StoreOrdered) where they would compare and swap it. The record
+// protocol is the same. A plain store cannot lose another writer's update
+// only because there is none: a caller that breaks the promise loses
+// counts (the negative control of scaling's TestExclusiveHoldsOtherWriters).
+// Lookups from anywhere stay safe: each word is stored whole. Set it while
+// no update is in flight.
+func (f *Filter) SetExclusive(on bool) { f.excl = on }
 
 // K returns the number of counters per key.
 func (f *Filter) K() int { return f.k }
@@ -255,6 +267,11 @@ func (f *Filter) revert(p uint64, dir int, rec *Record, j int) {
 func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
 	rec.evidence(i, nw)
 	rec.doubt(changed)
+	if f.excl {
+		// The caller read old and nobody else writes (SetExclusive).
+		StoreOrdered(&f.words[i], nw)
+		return true
+	}
 	return atomic.CompareAndSwapUint64(&f.words[i], old, nw)
 }
 

@@ -17,6 +17,10 @@ import (
 // counts depend on the key, took with their CASes over half of a profiled
 // Add and Remove (docs/PERFORMANCE.md, What each lever gained).
 func (f *Filter) AddProbe(p Probe, rec *Record) {
+	if f.excl {
+		f.addExcl(p, rec)
+		return
+	}
 	switch f.layout {
 	case Blocked512:
 		var c blockChange
@@ -39,6 +43,9 @@ func (f *Filter) AddProbe(p Probe, rec *Record) {
 // non-zero and reports whether it did, as RemoveAt does with the positions
 // of Positions(h) (see AddProbe).
 func (f *Filter) RemoveProbe(p Probe, rec *Record) bool {
+	if f.excl {
+		return f.removeExcl(p, rec)
+	}
 	switch f.layout {
 	case Blocked512:
 		var c blockChange
@@ -218,6 +225,65 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 		// (Positions left alone, saturated, need no undo: a counter at 15
 		// stays there.)
 		done |= m
+	}
+	rec.doubt(0)
+	return true
+}
+
+// addExcl is AddProbe for a filter with one writer (SetExclusive): a plain
+// read-modify-write per position, each a step of the record protocol of
+// its own (evidence, doubt, store, changed), in position order. Nothing
+// else changes the words, so no step can fail, and no position has to
+// wait for a snapshot of the whole block: the loads of one key's words,
+// and the next key's, start as early as the processor can issue them
+// (the snapshot and per-word grouping of AddProbe's compare-and-swaps
+// cost more than the swaps in a single writer: docs/PERFORMANCE.md,
+// "Exclusive writer").
+func (f *Filter) addExcl(p Probe, rec *Record) {
+	var pos [MaxK]uint64
+	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	w := f.words
+	for j, c := range pos[:f.k] {
+		i, sh := c>>4, c&15*4
+		old := atomic.LoadUint64(&w[i])
+		if old>>sh&15 == 15 {
+			continue // saturated: stays
+		}
+		nw := old + 1<<sh
+		rec.evidence(i, nw)
+		rec.doubt(1 << j)
+		StoreOrdered(&w[i], nw)
+		rec.set(1 << j)
+	}
+	rec.doubt(0)
+}
+
+// removeExcl is RemoveProbe for a filter with one writer (see addExcl). A
+// counter that is zero when its position comes (the key is absent, or two
+// of its positions share a counter its Adds did not both reach) undoes
+// the positions before it and reports false.
+func (f *Filter) removeExcl(p Probe, rec *Record) bool {
+	var pos [MaxK]uint64
+	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	w := f.words
+	var done uint64
+	for j, c := range pos[:f.k] {
+		i, sh := c>>4, c&15*4
+		old := atomic.LoadUint64(&w[i])
+		switch old >> sh & 15 {
+		case 15:
+			continue // saturated: stays
+		case 0:
+			f.undo(pos[:f.k], -1, rec, done)
+			rec.doubt(0)
+			return false
+		}
+		nw := old - 1<<sh
+		rec.evidence(i, nw)
+		rec.doubt(1 << j)
+		StoreOrdered(&w[i], nw)
+		rec.set(1 << j)
+		done |= 1 << j
 	}
 	rec.doubt(0)
 	return true

@@ -19,7 +19,9 @@ func (r *recWords) rec() *Record {
 // the same, and leave the same record (Changed, Doubt, and the evidence of
 // the last compare-and-swap), for every layout and many k, on filters so
 // small that positions share words and counters, counters saturate and
-// removes meet zero counters.
+// removes meet zero counters. So do they on a filter with one writer
+// (SetExclusive: plain stores, a record step per position), but for the
+// evidence, which names its last store.
 func TestProbeUpdateMatchesAt(t *testing.T) {
 	for _, l := range layouts {
 		for _, k := range []int{1, 2, 7, 8, 9, 10, 16, 17, 18, 33, MaxK} {
@@ -27,6 +29,8 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 				t.Run(fmt.Sprintf("%v/k=%d/blocks=%d", l, k, blocks), func(t *testing.T) {
 					a := newFilter(t, l, blocks*BlockCounters1024, k)
 					b := newFilter(t, l, blocks*BlockCounters1024, k)
+					c := newFilter(t, l, blocks*BlockCounters1024, k)
+					c.SetExclusive(true)
 					s := splitmix64(uint64(k)*31 + blocks)
 					keys := make([]uint64, 24)
 					for i := range keys {
@@ -36,25 +40,30 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 					for op := range 3000 {
 						h := keys[s.next()%uint64(len(keys))]
 						add := s.next()%5 < 3
-						var ra, rb recWords
-						var oka, okb bool
+						var ra, rb, rc recWords
+						var oka, okb, okc bool
 						a.Positions(h, pos[:])
 						if add {
 							a.AddAt(pos[:k], ra.rec())
 							b.AddProbe(b.Prepare(h), rb.rec())
-							oka, okb = true, true
+							c.AddProbe(c.Prepare(h), rc.rec())
+							oka, okb, okc = true, true, true
 						} else {
 							oka = a.RemoveAt(pos[:k], ra.rec())
 							okb = b.RemoveProbe(b.Prepare(h), rb.rec())
+							okc = c.RemoveProbe(c.Prepare(h), rc.rec())
 						}
-						if oka != okb {
-							t.Fatalf("op %d (add %v): At %v, Probe %v", op, add, oka, okb)
+						if oka != okb || oka != okc {
+							t.Fatalf("op %d (add %v): At %v, Probe %v, exclusive %v", op, add, oka, okb, okc)
 						}
-						if !slices.Equal(a.Words(), b.Words()) {
+						if !slices.Equal(a.Words(), b.Words()) || !slices.Equal(a.Words(), c.Words()) {
 							t.Fatalf("op %d (add %v): the counters differ", op, add)
 						}
 						if ra.changed != rb.changed || ra.doubt != rb.doubt || rb.doubt != 0 {
 							t.Fatalf("op %d (add %v): record At %+v, Probe %+v", op, add, ra, rb)
+						}
+						if rc.changed != ra.changed || rc.doubt != 0 {
+							t.Fatalf("op %d (add %v): record At %+v, exclusive %+v", op, add, ra, rc)
 						}
 						// The evidence of the last CAS: the same word and value
 						// when both made the same compare-and-swaps (a failed
