@@ -51,6 +51,11 @@ type member struct {
 	ownSlot   int
 	writers   *uint64 // the line's writers word
 	ownMarked atomic.Bool
+
+	// An exclusive handle's member (exclusive.go): room is how many more
+	// Adds limit roomLimit admits.
+	excl            bool
+	room, roomLimit uint64
 }
 
 func (f *Filter) loadChain(m *header.Meta) error {
@@ -98,6 +103,9 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		}
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
+		}
+		if f.excl {
+			f.makeMemberExclusive(mb)
 		}
 		if d.IndexBytes() > 0 {
 			if mb.ix, err = f.mapIndex(i, &d); err != nil {
@@ -329,7 +337,8 @@ func (f *Filter) publish(m *header.Meta) error {
 // waited for the rewrite as waitReplace does) rather than the lock if the
 // file has been, or is being, replaced.
 func (f *Filter) lockGrowth() (unlock func(), err error) {
-	if f.file == nil {
+	if f.file == nil || f.excl {
+		// (An exclusive handle holds the file lock from Open to Close.)
 		f.mu.Lock()
 		return f.mu.Unlock, nil
 	}

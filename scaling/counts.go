@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -60,6 +61,16 @@ func (f *Filter) lineItemCount(i int) uint64 {
 // a filter without counts). The handle's bit in the writers word is set
 // before its count first changes, so every reader sums the count.
 func (m *member) count(d int64) {
+	if m.excl && (m.own == nil || m.ownMarked.Load()) {
+		// Nobody else writes this count (nor, with no counts page, the
+		// items word): no read-modify-write needed.
+		p := m.own
+		if p == nil {
+			p = m.items
+		}
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
+		return
+	}
 	if m.own == nil {
 		atomic.AddUint64(m.items, uint64(d))
 		return
@@ -78,6 +89,12 @@ func (m *member) count(d int64) {
 // writer's count.
 func (m *member) uncount(changed bool) {
 	if m.own == nil {
+		if m.excl {
+			if v := atomic.LoadUint64(m.items); int64(v) > 0 {
+				counting4.StoreOrdered(m.items, v-1)
+			}
+			return
+		}
 		decrementItems(m.items)
 		return
 	}

@@ -32,7 +32,15 @@ type Filter struct {
 	words     seqnum.Words
 	published *uint64 // the chain's end: filters ever appended
 	retired   *uint64 // filters ever retired from the chain's front
-	replaced  *uint64 // the replaced word (see replace.go)
+	replaced  *uint64 // the replaced word (see replace.go); noReplace if excl
+
+	// An exclusive handle (exclusive.go): excl is set once, before the
+	// handle is shared; wmu serialises its modifications; sharedReplaced
+	// is the file's replaced word, noReplace the one the handle reads.
+	excl           bool
+	wmu            sync.Mutex
+	sharedReplaced *uint64
+	noReplace      uint64
 
 	// Moving to a file that replaced this one (replace.go): path and reopen
 	// open it, next is the handle on it once opened.
@@ -95,6 +103,7 @@ type record struct {
 	ixSlot  *uint64     // late-add index entry the operation changes, + 1 (0: none)
 	ixFP    *uint64     // the fingerprint that entry holds
 	busy    atomic.Bool // claimed by a goroutine of this handle
+	excl    bool        // the record of an exclusive handle: claimed under wmu
 }
 
 // Create creates a new file at path with the given options (nil = defaults)
@@ -132,7 +141,21 @@ func Create(path string, opts *Options) (*Filter, error) {
 	f.path = path
 	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
 		Failpoints: o.Failpoints, BootID: o.BootID}
+	if o.Exclusive {
+		if err := f.takeExclusive(createFlags()); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
 	return f, nil
+}
+
+// createFlags are the feature flags of a new file.
+func createFlags() uint64 {
+	if layout10 {
+		return 0
+	}
+	return header.FlagLiveReplace
 }
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
@@ -142,7 +165,11 @@ func NewMemory(opts *Options) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return create(mmapfile.NewHeap(first.Offset+first.Length), nil, p, first, &o)
+	f, err := create(mmapfile.NewHeap(first.Offset+first.Length), nil, p, first, &o)
+	if err == nil && o.Exclusive {
+		err = f.takeExclusive(createFlags())
+	}
+	return f, err
 }
 
 // createRegion initialises a new store in an empty region r of at least
@@ -195,9 +222,7 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
-	if !layout10 {
-		m.Flags |= header.FlagLiveReplace // (a file as version 1.0 wrote it has none)
-	}
+	m.Flags |= createFlags() // (a file as version 1.0 wrote it has none)
 	for _, d := range dir {
 		if d.Extra > 0 {
 			m.Flags |= header.FlagExtras
@@ -360,6 +385,9 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 					return err
 				}
 			}
+		}
+		if o.Exclusive {
+			return f.takeExclusive(m.Flags)
 		}
 		return nil
 	})
@@ -604,6 +632,11 @@ func (f *Filter) shutdown() {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
+	if f.excl {
+		// Its modifications hold wmu and see closed under it.
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c := f.chain.Load(); c != nil && !f.ro {
@@ -612,6 +645,7 @@ func (f *Filter) shutdown() {
 		}
 	}
 	f.releaseSlot()
+	f.endExclusive()
 	keep := f.chain.Swap(nil).keep
 	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
 		f.closeErr = d.Detach()

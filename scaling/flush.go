@@ -42,12 +42,18 @@ func (f *Filter) flush() error {
 	if f.syncFailed.Load() {
 		return ErrSyncFailed
 	}
+	if f.excl {
+		// No record of this handle is in flight while it holds wmu; it
+		// holds the flush lock already.
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.chain.Load() == nil { // closed while waiting for the lock
 		return ErrClosed
 	}
-	if f.file != nil {
+	if f.file != nil && !f.excl {
 		// One flush at a time per file, across handles and processes:
 		// EndFlush cannot tell another flush's Flushing state from its own.
 		if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {

@@ -71,11 +71,19 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 	if err != nil {
 		return err
 	}
-	g, err := f.enter(0) // one registration for the batch: Close waits for it
-	if err != nil {
-		return err
+	if f.excl {
+		f.wmu.Lock() // the whole batch (see modifyOnce)
+		defer f.wmu.Unlock()
+		if f.closed.Load() {
+			return ErrClosed
+		}
+	} else {
+		g, err := f.enter(0) // one registration for the batch: Close waits for it
+		if err != nil {
+			return err
+		}
+		defer g.n.Add(-1)
 	}
-	defer g.n.Add(-1)
 	var ring [modifyAhead]hashes
 	n := len(keys)
 	for j := range min(n, modifyAhead) {

@@ -132,11 +132,21 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
-	g, err := f.enter(h.native)
-	if err != nil {
-		return err
+	if f.excl {
+		// One modification at a time; Close waits for it on wmu (see
+		// exclusive.go).
+		f.wmu.Lock()
+		defer f.wmu.Unlock()
+		if f.closed.Load() {
+			return ErrClosed
+		}
+	} else {
+		g, err := f.enter(h.native)
+		if err != nil {
+			return err
+		}
+		defer g.n.Add(-1)
 	}
-	defer g.n.Add(-1)
 	if c, err = f.current(); err != nil {
 		return err
 	}
@@ -483,6 +493,9 @@ func routeLegacy(c *chain, id uint64) *member {
 // unadmit leaves pending too high: the filter looks fuller, which is safe,
 // until Repair zeroes it.
 func (m *member) admit(limit uint64) bool {
+	if m.excl {
+		return m.admitExcl(limit)
+	}
 	if m.gone() {
 		return false
 	}
@@ -500,6 +513,23 @@ func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
 // so a Remove with that id (from any process) finds the filter. It fails if
 // the range would have to grow and the filter is sealed.
 func widen(m *member, id uint64) bool {
+	if m.excl {
+		// Nobody else widens or seals it.
+		v := atomic.LoadUint64(m.maxID)
+		if id > v&header.MaxID {
+			if v&header.Sealed != 0 {
+				return false
+			}
+			counting4.StoreOrdered(m.maxID, id)
+		}
+		if id < atomic.LoadUint64(m.minID) {
+			if atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
+				return false
+			}
+			counting4.StoreOrdered(m.minID, id)
+		}
+		return true
+	}
 	for {
 		v := atomic.LoadUint64(m.maxID)
 		if id <= v&header.MaxID {

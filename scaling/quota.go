@@ -50,6 +50,9 @@ func quotaChunk(c uint64) uint64 {
 // returns the shard the admission came from, or nil if it was admitted one
 // at a time (admit) or not at all (ok false).
 func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) {
+	if m.excl {
+		return nil, m.admitExcl(limit)
+	}
 	if m.gone() {
 		return nil, false // the caller grows, which finds the new chain
 	}
@@ -117,6 +120,9 @@ func (m *member) reclaim() uint64 {
 
 // release ends an admission: the Add is counted in items, or was given up.
 func (m *member) release(s *quotaShard) {
+	if m.excl {
+		return // admitExcl reserves nothing
+	}
 	if s == nil {
 		m.unadmit()
 		return

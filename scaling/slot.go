@@ -103,6 +103,15 @@ func (f *Filter) releaseSlot() {
 // claimRecord takes an idle record of this handle's slot for one operation,
 // starting at a position chosen by the key hash so goroutines rarely collide.
 func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
+	if f.excl {
+		// Under wmu, and every Dekker handshake the op word takes part
+		// in is with a holder of wmu or of this handle's file locks
+		// (exclusive.go): ordered plain stores.
+		r := &f.rec[0]
+		counting4.StoreOrdered(r.hash, h)
+		counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Begin(op, filter)))
+		return r
+	}
 	n := uint64(len(f.rec))
 	for i := h % n; ; i = (i + 1) % n {
 		r := &f.rec[i]
@@ -141,5 +150,7 @@ func (r *record) finish(completed bool) {
 		counting4.StoreOrdered(r.ixSlot, 0)
 		counting4.StoreOrdered(r.ixFP, 0)
 	}
-	r.busy.Store(false)
+	if !r.excl {
+		r.busy.Store(false)
+	}
 }
