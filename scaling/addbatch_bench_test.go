@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
 // BenchmarkAddBatchKey times adding n keys (ids rising) into a fresh
 // store pre-sized for them, per key: with AddBatch ("batch", in batches of
-// 4096 keys, as dabloomsctl add --from) and with Add in a loop ("loop").
+// 4096 keys, as dabloomsctl add --from) and with Add in a loop ("loop"), on
+// a shared handle and on an exclusive one ("excl-").
 // One iteration adds every key, so use -benchtime 1x (and -count):
 //
 //	go test ./scaling -run '^$' -bench AddBatchKey -benchtime 1x -count 3
@@ -20,19 +22,20 @@ func BenchmarkAddBatchKey(b *testing.B) {
 			continue
 		}
 		keys, ids := batchKeys("b", n)
-		for _, mode := range []string{"loop", "batch"} {
+		for _, mode := range []string{"loop", "batch", "excl-loop", "excl-batch"} {
 			b.Run(fmt.Sprintf("%s/%dM", mode, n/1_000_000), func(b *testing.B) {
 				var ct cpuTimer
 				for range b.N {
 					b.StopTimer()
-					f, err := Create(filepath.Join(b.TempDir(), "b.dbl"), &Options{Capacity: uint64(n), ErrorRate: 0.01})
+					f, err := Create(filepath.Join(b.TempDir(), "b.dbl"), &Options{Capacity: uint64(n), ErrorRate: 0.01,
+						Exclusive: strings.HasPrefix(mode, "excl-")})
 					if err != nil {
 						b.Fatal(err)
 					}
 					runtime.GC() // the keys' allocation's GC must not run in the timed loop
 					b.StartTimer()
 					ct.start()
-					if mode == "loop" {
+					if strings.HasSuffix(mode, "loop") {
 						for i := range keys {
 							if err := f.Add(keys[i], ids[i]); err != nil {
 								b.Fatal(err)

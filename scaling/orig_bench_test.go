@@ -22,51 +22,65 @@ func BenchmarkOrigConfig(b *testing.B) {
 		return &Options{Capacity: 1_000_000, ErrorRate: 0.01, GrowthFactor: 1, TighteningRatio: 0.5}
 	}
 	keys := getKeys(n)
-	b.Run("add", func(b *testing.B) {
-		if b.N > n {
-			b.Skip("at most 1M adds (one pass)")
-		}
-		f, err := Create(filepath.Join(b.TempDir(), "orig.dbl"), opts())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		var ct cpuTimer
-		b.ReportAllocs()
-		b.ResetTimer()
-		ct.start()
-		for i := 0; i < b.N; i++ {
-			if err := f.Add(keys.key(i), uint64(i)); err != nil {
+	for _, mode := range []struct {
+		name      string
+		exclusive bool
+	}{{"", false}, {"excl-", true}} {
+		// A fresh file, with n keys added first for the remove half.
+		open := func(b *testing.B, adds int) *Filter {
+			path := filepath.Join(b.TempDir(), "orig.dbl")
+			f, err := Create(path, opts())
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		ct.stop(b)
-	})
-	b.Run("remove", func(b *testing.B) {
-		if b.N > n {
-			b.Skip("at most 1M removes (one pass)")
-		}
-		f, err := Create(filepath.Join(b.TempDir(), "orig.dbl"), opts())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		for i := 0; i < b.N; i++ {
-			if err := f.Add(keys.key(i), uint64(i)); err != nil {
-				b.Fatal(err)
+			if mode.exclusive {
+				f.Close()
+				if f, err = Open(path, &OpenOptions{Exclusive: true}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		var ct cpuTimer
-		b.ReportAllocs()
-		b.ResetTimer()
-		ct.start()
-		for i := 0; i < b.N; i++ {
-			if err := f.Remove(keys.key(i), uint64(i)); err != nil {
-				b.Fatal(err)
+			for i := range adds {
+				if err := f.Add(keys.key(i), uint64(i)); err != nil {
+					b.Fatal(err)
+				}
 			}
+			return f
 		}
-		ct.stop(b)
-	})
+		b.Run(mode.name+"add", func(b *testing.B) {
+			if b.N > n {
+				b.Skip("at most 1M adds (one pass)")
+			}
+			f := open(b, 0)
+			defer f.Close()
+			var ct cpuTimer
+			b.ReportAllocs()
+			b.ResetTimer()
+			ct.start()
+			for i := 0; i < b.N; i++ {
+				if err := f.Add(keys.key(i), uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ct.stop(b)
+		})
+		b.Run(mode.name+"remove", func(b *testing.B) {
+			if b.N > n {
+				b.Skip("at most 1M removes (one pass)")
+			}
+			f := open(b, b.N)
+			defer f.Close()
+			var ct cpuTimer
+			b.ReportAllocs()
+			b.ResetTimer()
+			ct.start()
+			for i := 0; i < b.N; i++ {
+				if err := f.Remove(keys.key(i), uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ct.stop(b)
+		})
+	}
 }
 
 // BenchmarkOrigFloor is the floor of BenchmarkOrigConfig: the same keys
