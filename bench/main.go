@@ -318,6 +318,15 @@ func runOne(sp spec, cfg buildConfig, ks *keySet, g int) (smp sample) {
 		}
 	}
 
+	if bs, ok := s.(batcher); ok {
+		runBatched(&smp, bs, ks, cfg.removes, noteErr)
+		smp.bytes = s.bytes()
+		if fc, ok := s.(filterCounter); ok {
+			smp.filters = fc.filters()
+		}
+		return smp
+	}
+
 	// add, ids = key index.
 	add := func(i int) bool {
 		if err := s.add(ks.present[i], uint64(i)); err != nil {
@@ -371,6 +380,66 @@ func runOne(sp spec, cfg buildConfig, ks *keySet, g int) (smp sample) {
 		smp.removeNs, smp.removeCPU = t.wall, t.cpu
 	}
 	return smp
+}
+
+// runBatched runs the phases of runOne through a batcher, on one thread.
+func runBatched(smp *sample, bs batcher, ks *keySet, removes int, noteErr func(string, error)) {
+	ids := make([]uint64, len(ks.present))
+	for i := range ids {
+		ids[i] = uint64(i)
+	}
+	var t timing
+	t, smp.addFail = timeBatched(len(ks.present), func(lo, hi int) int {
+		if err := bs.addBatch(ks.present[lo:hi], ids[lo:hi]); err != nil {
+			noteErr("add", err)
+			return hi - lo
+		}
+		return 0
+	})
+	smp.addNs, smp.addCPU = t.wall, t.cpu
+	out := make([]bool, batchSize)
+	count := func(keys [][]byte, want bool) func(lo, hi int) int {
+		return func(lo, hi int) int {
+			bs.containsBatch(keys[lo:hi], out[:hi-lo])
+			n := 0
+			for _, v := range out[:hi-lo] {
+				if v != want {
+					n++
+				}
+			}
+			return n
+		}
+	}
+	t, smp.falseNeg = timeBatched(len(ks.presentQ), count(ks.presentQ, true))
+	smp.presentNs, smp.presentCPU = t.wall, t.cpu
+	t, smp.falsePos = timeBatched(len(ks.absentQ), count(ks.absentQ, false))
+	smp.absentNs, smp.absentCPU = t.wall, t.cpu
+	if removes <= 0 || removes > len(ks.present) {
+		removes = len(ks.present)
+	}
+	t, smp.removeFail = timeBatched(removes, func(lo, hi int) int {
+		if err := bs.removeBatch(ks.present[lo:hi], ids[lo:hi]); err != nil {
+			noteErr("remove", err)
+			return hi - lo
+		}
+		return 0
+	})
+	smp.removeNs, smp.removeCPU = t.wall, t.cpu
+}
+
+// timeBatched runs op over [0, n) in batches of batchSize on this thread
+// and returns the time per key and the sum of what op returned.
+func timeBatched(n int, op func(lo, hi int) int) (t timing, failures int) {
+	runtime.GC()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0 := threadCPU()
+	start := time.Now()
+	for lo := 0; lo < n; lo += batchSize {
+		failures += op(lo, min(lo+batchSize, n))
+	}
+	wall := time.Since(start)
+	return perOp(wall, cpuSince(c0), n), failures
 }
 
 // timing is one phase's cost per op: wall clock, and the thread CPU time of

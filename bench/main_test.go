@@ -12,7 +12,7 @@ import (
 )
 
 const peerSystems = "bloomv3,boom-counting,boom-scalable,blobloom,blobloom-sync,blobloom-big,cuckoo"
-const ourSystems = "ours-file,ours-mem,ours-original"
+const ourSystems = "ours-file,ours-mem,ours-original,ours-original-excl"
 
 // maxFPR is a sane upper bound on the measured false-positive rate at
 // n = 20,000 with a 1 % target (expected ~200 hits, sd ~14). The cuckoo
@@ -86,7 +86,7 @@ func checkRows(t *testing.T, rep report, systems string, parallel int, checkByte
 		if r.FPR > bound {
 			t.Errorf("%s: FPR %.4f above %.4f", name, r.FPR, bound)
 		}
-		if r.FalsePositives == 0 && r.System != "ours-original" && r.System != "blobloom-big" {
+		if r.FalsePositives == 0 && !strings.HasPrefix(r.System, "ours-original") && r.System != "blobloom-big" {
 			// 20,000 absent queries at ~1 % should hit about 200 times;
 			// zero means the queries did not run. (ours-original is sized
 			// for 1,000,000 keys and blobloom-big has 60 bits per key, so
@@ -151,15 +151,40 @@ func TestPeers(t *testing.T) {
 	checkRows(t, rep, peerSystems, 2, true)
 }
 
-// TestOurs runs this project's three configurations. ours-original has a
+// TestOurs runs this project's configurations. ours-original(-excl) has a
 // fixed capacity of 1,000,000, so its bytes/key at n = 20,000 is large and
 // not bounded here.
 func TestOurs(t *testing.T) {
 	rep := runJSON(t, "-n", "20000", "-reps", "1", "-parallel", "2", "-systems", ourSystems)
 	checkRows(t, rep, ourSystems, 2, false)
 	for _, r := range rep.Rows {
-		if r.System != "ours-original" && (r.BytesPerKey < 0.5 || r.BytesPerKey > 16) {
+		if !strings.HasPrefix(r.System, "ours-original") && (r.BytesPerKey < 0.5 || r.BytesPerKey > 16) {
 			t.Errorf("%s/%d: %.2f bytes/key, outside [0.5, 16]", r.System, r.Goroutines, r.BytesPerKey)
+		}
+	}
+}
+
+// TestOursBatch runs the batch rows: every key added, found and removed
+// through AddBatch, ContainsBatch and RemoveBatch, on a shared and on an
+// exclusive handle, timed as the single rows are.
+func TestOursBatch(t *testing.T) {
+	const systems = "ours-batch,ours-excl-batch"
+	rep := runJSON(t, "-n", "20000", "-reps", "1", "-parallel", "1", "-systems", systems)
+	if len(rep.Rows) != 2 {
+		t.Fatalf("got %d rows, want 2", len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		switch {
+		case r.Aborted || len(r.Errors) > 0:
+			t.Errorf("%s: aborted=%v errors=%v", r.System, r.Aborted, r.Errors)
+		case r.AddFailures != 0 || r.RemoveFailures != 0:
+			t.Errorf("%s: %d add failures, %d remove failures", r.System, r.AddFailures, r.RemoveFailures)
+		case r.FalseNegatives != 0:
+			t.Errorf("%s: %d false negatives", r.System, r.FalseNegatives)
+		case r.FalsePositives == 0 || r.FPR > defaultMaxFPR:
+			t.Errorf("%s: FPR %.4f (%d hits): the absent lookups did not run, or found too much", r.System, r.FPR, r.FalsePositives)
+		case r.AddNs == nil || r.RemoveNs == nil || r.ContainsPresentNs == nil || r.ContainsAbsentNs == nil:
+			t.Errorf("%s: a phase was not timed", r.System)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/scaling"
@@ -15,6 +16,9 @@ import (
 //	ours-mem       memory only (scaling.NewMemory), same options
 //	ours-original  file-backed with the C original's configuration:
 //	               Capacity 1,000,000, ErrorRate 0.01, GrowthFactor 1, TighteningRatio 0.5
+//	ours-original-excl  the same, with the handle the file's only writer
+//	               (Options.Exclusive: plain stores; like the C original,
+//	               which has one writer)
 //
 // ids are the key's index, so they increase in the single-goroutine run; in
 // the parallel run goroutine g adds keys g, g+P, g+2P, ... so ids stay
@@ -50,6 +54,31 @@ var oursOriginalSpec = spec{
 	canRemove:       true,
 }
 
+var oursOriginalExclSpec = spec{
+	id:              "ours-original-excl",
+	desc:            "ours-original with Options.Exclusive: the file's only writer, plain stores (modifications one at a time)",
+	new:             func(c buildConfig) (system, error) { return newOurs("ours-original-excl", c, true, true) },
+	concurrentWrite: true,
+	concurrentRead:  true,
+	canRemove:       true,
+}
+
+var oursBatchSpec = spec{
+	id:         "ours-batch",
+	desc:       "ours-file through AddBatch, ContainsBatch and RemoveBatch, 4096 keys per call",
+	new:        func(c buildConfig) (system, error) { return newOurs("ours-batch", c, true, false) },
+	canRemove:  true,
+	singleOnly: true,
+}
+
+var oursExclBatchSpec = spec{
+	id:         "ours-excl-batch",
+	desc:       "ours-batch with Options.Exclusive (the file's only writer)",
+	new:        func(c buildConfig) (system, error) { return newOurs("ours-excl-batch", c, true, false) },
+	canRemove:  true,
+	singleOnly: true,
+}
+
 type oursSystem struct {
 	path string // "" for memory
 	f    *scaling.Filter
@@ -63,6 +92,7 @@ func newOurs(label string, c buildConfig, file, original bool) (system, error) {
 	if original {
 		opts.Capacity, opts.GrowthFactor, opts.TighteningRatio = 1_000_000, 1, 0.5
 	}
+	opts.Exclusive = strings.Contains(label, "-excl")
 	s := &oursSystem{}
 	var err error
 	if file {
@@ -75,7 +105,24 @@ func newOurs(label string, c buildConfig, file, original bool) (system, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.HasSuffix(label, "-batch") {
+		return oursBatch{s}, nil
+	}
 	return s, nil
+}
+
+// oursBatch is an oursSystem timed through its batch calls.
+type oursBatch struct{ *oursSystem }
+
+func (s oursBatch) addBatch(keys [][]byte, ids []uint64) error { return s.f.AddBatch(keys, ids) }
+func (s oursBatch) containsBatch(keys [][]byte, out []bool)    { s.f.ContainsBatch(keys, out) }
+
+func (s oursBatch) removeBatch(keys [][]byte, ids []uint64) error {
+	n, err := s.f.RemoveBatch(keys, ids, nil)
+	if err == nil && n != len(keys) {
+		err = fmt.Errorf("removed %d of %d keys", n, len(keys))
+	}
+	return err
 }
 
 func (s *oursSystem) add(key []byte, id uint64) error    { return s.f.Add(key, id) }

@@ -27,6 +27,17 @@ type remover interface {
 	remove(key []byte, id uint64) error
 }
 
+// batcher is implemented by systems timed through batch calls: every
+// phase hands them batchSize keys at a time (see timeBatched).
+type batcher interface {
+	addBatch(keys [][]byte, ids []uint64) error
+	containsBatch(keys [][]byte, out []bool)
+	removeBatch(keys [][]byte, ids []uint64) error
+}
+
+// batchSize is the keys per batch call, as dabloomsctl add --from uses.
+const batchSize = 4096
+
 // filterCounter is implemented by systems that can say how many
 // sub-filters they hold (the bytes/key of a chain depends on it).
 type filterCounter interface {
@@ -90,6 +101,9 @@ func allSpecs() []spec {
 		oursFileSpec,
 		oursMemSpec,
 		oursOriginalSpec,
+		oursOriginalExclSpec,
+		oursBatchSpec,
+		oursExclBatchSpec,
 		bloomv3Spec,
 		boomCountingSpec,
 		boomScalableSpec,
