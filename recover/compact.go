@@ -226,7 +226,8 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 	nf, err := scaling.Create(name, &scaling.Options{
 		Capacity: rep.Capacity, ErrorRate: p.ErrorRate, GrowthFactor: p.GrowthFactor,
 		TighteningRatio: p.TighteningRatio, Seed: p.Seed, Layout: counting4.Layout(p.LayoutID),
-		BootID: opt.BootID,
+		BootID:    opt.BootID,
+		Exclusive: true, // nothing else has the file made aside: the faster writes
 	})
 	if err != nil {
 		return "", fmt.Errorf("recover: creating the compacted file: %w", err)
