@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -91,16 +92,46 @@ func (e *inputError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.
 
 // parseLine splits "KEY" or "KEY<TAB>ID" (an optional trailing CR is dropped).
 func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
-	b = bytes.TrimSuffix(b, []byte{'\r'})
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
 	i := bytes.LastIndexByte(b, '\t')
 	if i < 0 {
 		return b, 0, false, nil
 	}
-	id, err = strconv.ParseUint(string(b[i+1:]), 10, 64)
-	if err != nil {
+	id, ok := parseDecimal(b[i+1:])
+	if !ok {
 		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
 	}
 	return b[:i], id, true, nil
+}
+
+// parseDecimal parses what strconv.ParseUint(s, 10, 64) accepts: one or
+// more ASCII digits (no sign, no underscore, leading zeros allowed) whose
+// value fits in a uint64. Unlike ParseUint it needs no string, and no error
+// is built for each line.
+func parseDecimal(s []byte) (uint64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for i, c := range s {
+		d := uint64(c - '0')
+		if d > 9 {
+			return 0, false
+		}
+		if i < 19 { // 19 digits are below 10^19 < 2^64: no overflow
+			n = n*10 + d
+			continue
+		}
+		hi, lo := bits.Mul64(n, 10)
+		lo, carry := bits.Add64(lo, d, 0)
+		if hi != 0 || carry != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
 }
 
 // checkInput fails early, before the filter is opened, if --from names a

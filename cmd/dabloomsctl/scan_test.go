@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+)
+
+// benchLines is n KEY<TAB>ID lines as add --from reads them.
+func benchLines(n int) []byte {
+	var b bytes.Buffer
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "key-%d\t%d\n", i, i)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkScanLines: reading, splitting and parsing 1M lines, per line.
+func BenchmarkScanLines(b *testing.B) {
+	in := benchLines(1 << 20)
+	a := &app{quiet: true}
+	var sum uint64
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		err := a.scanLines(context.Background(), bytes.NewReader(in), "in", "", 0, func(line int, key []byte, id uint64, hasID bool) error {
+			sum += id + uint64(len(key))
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(1<<20), "ns/line")
+}
+
+// BenchmarkParseLine: one KEY<TAB>ID line.
+func BenchmarkParseLine(b *testing.B) {
+	line := []byte("key-1234567\t1234567")
+	var sum uint64
+	for b.Loop() {
+		key, id, _, err := parseLine(line)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += id + uint64(len(key))
+	}
+}
+
+// oldParseLine is parseLine as it was with strconv.ParseUint, the
+// reference the hand-written parser must agree with.
+func oldParseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
+	b = bytes.TrimSuffix(b, []byte{'\r'})
+	i := bytes.LastIndexByte(b, '\t')
+	if i < 0 {
+		return b, 0, false, nil
+	}
+	id, err = strconv.ParseUint(string(b[i+1:]), 10, 64)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
+	}
+	return b[:i], id, true, nil
+}
+
+func checkParseLine(t *testing.T, in string) {
+	t.Helper()
+	key, id, hasID, err := parseLine([]byte(in))
+	wkey, wid, whasID, werr := oldParseLine([]byte(in))
+	if string(key) != string(wkey) || (key == nil) != (wkey == nil) || id != wid || hasID != whasID || fmt.Sprint(err) != fmt.Sprint(werr) {
+		t.Errorf("parseLine(%q) = %q, %d, %v, %v; strconv says %q, %d, %v, %v", in, key, id, hasID, err, wkey, wid, whasID, werr)
+	}
+}
+
+// TestParseLineLikeStrconv: the hand-written id parser accepts exactly
+// what strconv.ParseUint(s, 10, 64) accepts, with the same value, and
+// rejects the rest with the same message.
+func TestParseLineLikeStrconv(t *testing.T) {
+	for _, id := range []string{
+		"", "0", "7", "007", "+1", "-1", " 1", "1 ", "1_000", "0x10", "1e3", "1.0", "١",
+		"9223372036854775807", "9223372036854775808",
+		"18446744073709551615", "18446744073709551616", "18446744073709551620",
+		"18446744073709551625", "19000000000000000000", "99999999999999999999",
+		"184467440737095516150", "000000000000000000000018446744073709551615",
+		"0000000000000000000000018446744073709551616", "1844674407370955161x",
+		"12\r", "12\r\r", "/", ":",
+	} {
+		checkParseLine(t, "key\t"+id)
+		checkParseLine(t, "key\t"+id+"\r")
+	}
+	for _, in := range []string{"", "\r", "\r\r", "k", "k\r", "\t", "\t\t5", "a\tb\t9", "a\t5\tb", "k\t\r"} {
+		checkParseLine(t, in)
+	}
+	for v := uint64(1); v != 0; v <<= 1 {
+		for _, x := range []uint64{v - 1, v, v + 1, v*10 - 1} {
+			checkParseLine(t, "k\t"+strconv.FormatUint(x, 10))
+		}
+	}
+}
+
+func FuzzParseLine(f *testing.F) {
+	for _, s := range []string{"k\t7", "k\t18446744073709551616\r", "a\tb\t9", "\r"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) { checkParseLine(t, in) })
+}
