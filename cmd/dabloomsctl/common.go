@@ -92,8 +92,21 @@ func (e *inputError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.
 
 // parseLine splits "KEY" or "KEY<TAB>ID" (an optional trailing CR is dropped).
 func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
+	b = dropCR(b)
+	// The common line, KEY<TAB>ID with an id of 1 to 19 digits (no
+	// overflow), is parsed from its end in one pass.
+	var n, pow uint64 = 0, 1
+	for j := len(b) - 1; j >= 0 && j >= len(b)-20; j-- {
+		d := uint64(b[j] - '0')
+		if d <= 9 {
+			n += d * pow
+			pow *= 10
+			continue
+		}
+		if b[j] == '\t' && j < len(b)-1 {
+			return b[:j], n, true, nil
+		}
+		break
 	}
 	i := bytes.LastIndexByte(b, '\t')
 	if i < 0 {
@@ -104,6 +117,14 @@ func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
 		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
 	}
 	return b[:i], id, true, nil
+}
+
+// dropCR drops one trailing CR, as bufio.ScanLines does.
+func dropCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
 }
 
 // parseDecimal parses what strconv.ParseUint(s, 10, 64) accepts: one or
