@@ -222,12 +222,14 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		defer bar.Finish()
 	}
 	done := ctx.Done()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	lr := newLineReader(r, 64<<10, maxLine)
 	line := 0
-	for sc.Scan() {
+	for {
+		b, ok := lr.next()
+		if !ok {
+			break
+		}
 		line++
-		b := sc.Bytes()
 		if bar != nil {
 			bar.Add64(int64(len(b) + 1))
 		}
@@ -247,10 +249,105 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := lr.err(); err != nil {
 		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
 	return nil
+}
+
+// maxLine is the longest line of input, its newline included: the limit
+// bufio.Scanner had here (a longer line fails with bufio.ErrTooLong).
+const maxLine = 16 << 20
+
+// lineReader splits its reader into lines exactly as a bufio.Scanner with
+// ScanLines and a buffer of at most max bytes would: a line ends at '\n',
+// one CR before it is dropped, the last line needs no newline, a line
+// that does not fit in max bytes fails with bufio.ErrTooLong, and the
+// lines read before a read error are returned before the error. It avoids
+// the Scanner's split-function call per line, and reads into the whole
+// free part of its buffer.
+type lineReader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int // the unread bytes are buf[start:end]
+	scanned    int // buf[start:scanned] holds no '\n'
+	max        int
+	rerr       error // the reader's error (io.EOF at the end); sticky
+}
+
+func newLineReader(r io.Reader, size, max int) *lineReader {
+	return &lineReader{r: r, buf: make([]byte, min(size, max)), max: max}
+}
+
+// next returns the next line, valid until the following call; false at
+// the end of the input or after an error (see err).
+func (l *lineReader) next() ([]byte, bool) {
+	for {
+		if i := bytes.IndexByte(l.buf[l.scanned:l.end], '\n'); i >= 0 {
+			i += l.scanned
+			b := l.buf[l.start:i]
+			l.start, l.scanned = i+1, i+1
+			return dropCR(b), true
+		}
+		l.scanned = l.end
+		if l.rerr != nil {
+			if l.start == l.end {
+				return nil, false
+			}
+			b := l.buf[l.start:l.end]
+			l.start = l.end
+			return dropCR(b), true
+		}
+		l.fill()
+	}
+}
+
+// fill reads once more into the buffer, after moving the unread bytes to
+// its start or growing it (up to max) when it is full.
+func (l *lineReader) fill() {
+	if l.start > 0 {
+		n := copy(l.buf, l.buf[l.start:l.end])
+		l.scanned -= l.start
+		l.start, l.end = 0, n
+	}
+	if l.end == len(l.buf) {
+		if len(l.buf) >= l.max {
+			// The partial line is dropped, not returned as the last line.
+			l.rerr = bufio.ErrTooLong
+			l.start, l.end, l.scanned = 0, 0, 0
+			return
+		}
+		nb := make([]byte, min(2*len(l.buf), l.max))
+		copy(nb, l.buf[:l.end])
+		l.buf = nb
+	}
+	for empty := 0; ; {
+		n, err := l.r.Read(l.buf[l.end:])
+		if n < 0 || len(l.buf)-l.end < n {
+			l.rerr = bufio.ErrBadReadCount
+			return
+		}
+		l.end += n
+		if err != nil {
+			l.rerr = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+		if empty++; empty > 100 {
+			l.rerr = io.ErrNoProgress
+			return
+		}
+	}
+}
+
+// err is the error that ended the input, nil at its end.
+func (l *lineReader) err() error {
+	if l.rerr == io.EOF {
+		return nil
+	}
+	return l.rerr
 }
 
 // fillBar draws fill (0..1, may exceed 1) as a bar of width cells.

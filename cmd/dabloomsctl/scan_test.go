@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
+	"testing/iotest"
 )
 
 // benchLines is n KEY<TAB>ID lines as add --from reads them.
@@ -104,3 +110,89 @@ func FuzzParseLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) { checkParseLine(t, in) })
 }
+
+// scannerLines is what bufio.Scanner (ScanLines, a buffer of size growing
+// to max) makes of r: the lines and the error.
+func scannerLines(r io.Reader, size, max int) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, size), max)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+func readerLines(r io.Reader, size, max int) ([]string, error) {
+	lr := newLineReader(r, size, max)
+	var lines []string
+	for {
+		b, ok := lr.next()
+		if !ok {
+			break
+		}
+		lines = append(lines, string(b))
+	}
+	return lines, lr.err()
+}
+
+// TestLineReaderLikeScanner: lineReader splits any input into the lines
+// bufio.Scanner gives, with the same error, whatever the reader does: one
+// byte at a time, half of what is asked, data with EOF, an error after
+// some data, lines longer than the limit, CRs anywhere.
+func TestLineReaderLikeScanner(t *testing.T) {
+	errBroken := errors.New("broken")
+	readers := map[string]func([]byte) io.Reader{
+		"plain":   func(b []byte) io.Reader { return bytes.NewReader(b) },
+		"onebyte": func(b []byte) io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
+		"half":    func(b []byte) io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
+		"dataerr": func(b []byte) io.Reader { return iotest.DataErrReader(bytes.NewReader(b)) },
+		"error": func(b []byte) io.Reader {
+			return io.MultiReader(bytes.NewReader(b), iotest.ErrReader(errBroken))
+		},
+		"timeout": func(b []byte) io.Reader { return iotest.TimeoutReader(bytes.NewReader(b)) },
+		"stuck": func(b []byte) io.Reader {
+			return io.MultiReader(bytes.NewReader(b), stuckReader{})
+		},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var inputs [][]byte
+	for _, s := range []string{"", "\n", "\r\n", "a", "a\n", "a\r", "a\r\r\n", "\r\r\n\n", "abcdefghijklmnop", "abcdefghijklmno\n", "abcdefghijklmnopq\nb\n"} {
+		inputs = append(inputs, []byte(s))
+	}
+	for range 3000 {
+		b := make([]byte, rng.IntN(120))
+		for i := range b {
+			b[i] = "ab\r\n\n\n"[rng.IntN(6)]
+			if rng.IntN(40) == 0 { // a long run without a newline
+				for range rng.IntN(40) {
+					b = append(b, 'x')
+				}
+			}
+		}
+		inputs = append(inputs, b)
+	}
+	n := 0
+	for _, in := range inputs {
+		for rname, mk := range readers {
+			for _, sz := range [][2]int{{4, 16}, {16, 16}, {5, 64}, {1, 7}} {
+				want, werr := scannerLines(mk(in), sz[0], sz[1])
+				got, gerr := readerLines(mk(in), sz[0], sz[1])
+				if !slices.Equal(got, want) || gerr != werr {
+					t.Fatalf("%s reader, size %d max %d, input %q:\n got %q, %v\nwant %q, %v", rname, sz[0], sz[1], in, got, gerr, want, werr)
+				}
+				if werr == bufio.ErrTooLong {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no input was too long")
+	}
+}
+
+// stuckReader reads nothing, forever, without an error.
+type stuckReader struct{}
+
+func (stuckReader) Read([]byte) (int, error) { return 0, nil }
