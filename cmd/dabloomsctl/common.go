@@ -221,7 +221,6 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 	if bar != nil {
 		defer bar.Finish()
 	}
-	done := ctx.Done()
 	lr := newLineReader(r, 64<<10, maxLine)
 	line := 0
 	for {
@@ -233,10 +232,8 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		if bar != nil {
 			bar.Add64(int64(len(b) + 1))
 		}
-		select {
-		case <-done:
-			return ctx.Err()
-		default:
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
 			continue

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"testing"
@@ -27,10 +29,13 @@ func benchLines(n int) []byte {
 func BenchmarkScanLines(b *testing.B) {
 	in := benchLines(1 << 20)
 	a := &app{quiet: true}
+	// The context main passes.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	var sum uint64
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
-		err := a.scanLines(context.Background(), bytes.NewReader(in), "in", "", 0, func(line int, key []byte, id uint64, hasID bool) error {
+		err := a.scanLines(ctx, bytes.NewReader(in), "in", "", 0, func(line int, key []byte, id uint64, hasID bool) error {
 			sum += id + uint64(len(key))
 			return nil
 		})
