@@ -188,18 +188,20 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 	if from == "" {
 		return nil
 	}
-	lineFn := func(line int, key []byte, id uint64, hasID bool) error {
-		return fn(item{key: key, id: id, hasID: hasID, line: line})
-	}
 	if from == "-" {
-		return a.scanLines(ctx, a.stdin, "stdin", verb, 0, lineFn)
+		return a.scanItems(ctx, a.stdin, "stdin", verb, 0, fn)
 	}
-	return a.scanFile(ctx, from, verb, lineFn)
+	return a.scanFileItems(ctx, from, verb, fn)
 }
 
 // scanFile is scanLines over the file at path, with the progress bar over
 // its size when it is a regular file.
 func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	return a.scanFileItems(ctx, path, label, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
+}
+
+// scanFileItems is scanFile with fn taking an item.
+func (a *app) scanFileItems(ctx context.Context, path, label string, fn func(it item) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -209,7 +211,7 @@ func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total = st.Size()
 	}
-	return a.scanLines(ctx, f, path, label, total, fn)
+	return a.scanItems(ctx, f, path, label, total, fn)
 }
 
 // scanLines calls fn for every non-empty KEY or KEY<TAB>ID line of r (named
@@ -217,6 +219,12 @@ func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int
 // (when bars are on). It stops between two lines when ctx is cancelled and
 // returns ctx's error. The key slice is valid only during the call.
 func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	return a.scanItems(ctx, r, name, label, total, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
+}
+
+// scanItems is scanLines with fn taking an item: forEachItem's callback
+// is called directly, one indirect call per line.
+func (a *app) scanItems(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
 	bar := a.newBar(label, total)
 	if bar != nil {
 		defer bar.Finish()
@@ -242,7 +250,7 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		if err != nil {
 			return &inputError{name: name, line: line, msg: err.Error()}
 		}
-		if err := fn(line, key, id, hasID); err != nil {
+		if err := fn(item{key: key, id: id, hasID: hasID, line: line}); err != nil {
 			return err
 		}
 	}

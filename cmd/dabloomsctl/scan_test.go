@@ -201,3 +201,26 @@ func TestLineReaderLikeScanner(t *testing.T) {
 type stuckReader struct{}
 
 func (stuckReader) Read([]byte) (int, error) { return 0, nil }
+
+// BenchmarkForEachItem: add --from's reading of a file of 1M lines, with
+// a callback that only sums, per line.
+func BenchmarkForEachItem(b *testing.B) {
+	path := b.TempDir() + "/lines.txt"
+	if err := os.WriteFile(path, benchLines(1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	a := &app{quiet: true}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var sum uint64
+	for b.Loop() {
+		err := a.forEachItem(ctx, "add", nil, path, func(it item) error {
+			sum += it.id + uint64(len(it.key))
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(1<<20), "ns/line")
+}
