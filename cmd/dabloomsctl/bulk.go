@@ -163,9 +163,17 @@ func (b *bulk) applyBatch() error {
 	} else {
 		_, batchErr = b.f.RemoveBatch(q.keys, q.ids, q.results)
 	}
+	// Without --checkpoint and --flush-every, count does only this for a
+	// key that succeeded; the loop then reads no key, id or line.
+	plain := b.o.checkpoint == 0 && b.o.flushEvery == 0
 	var err error
-	for i := range q.keys {
-		if err = b.count(q.keys[i], q.ids[i], q.lines[i], q.results[i]); err != nil {
+	for i, r := range q.results {
+		if r == nil && plain {
+			b.res.Changed++
+			b.res.Processed++
+			continue
+		}
+		if err = b.count(q.keys[i], q.ids[i], q.lines[i], r); err != nil {
 			break
 		}
 	}

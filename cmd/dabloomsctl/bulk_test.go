@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestBulkStopsAtFailure: when a key of add --from fails (an id above
@@ -44,4 +49,40 @@ func TestBulkStopsAtFailure(t *testing.T) {
 			t.Errorf("contains %s: exit %d %q, want %q", k, c.code, c.stdout, want)
 		}
 	}
+}
+
+// BenchmarkBulkAdd: add --from of 1M KEY<TAB>ID lines into a store
+// created for them, flush included, per line (the store is created
+// outside the timer; the directory is $TMPDIR: use a tmpfs).
+func BenchmarkBulkAdd(b *testing.B) {
+	const n = 1 << 20
+	dir := b.TempDir()
+	lines := filepath.Join(dir, "lines.txt")
+	if err := os.WriteFile(lines, benchLines(n), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "b.dbl")
+	var cpu time.Duration // the process's user+sys time in the adds
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		os.Remove(path)
+		if r := run(context.Background(), []string{"create", path, "--capacity", fmt.Sprint(n), "--error-rate", "0.01"}, nil, io.Discard, io.Discard); r != 0 {
+			b.Fatal("create failed")
+		}
+		b.StartTimer()
+		start := cpuTime()
+		if r := run(context.Background(), []string{"add", "--quiet", "--from", lines, path}, nil, io.Discard, io.Discard); r != 0 {
+			b.Fatal("add failed")
+		}
+		cpu += cpuTime() - start
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/line")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/n, "cpu-ns/line")
+}
+
+// cpuTime is the user+sys time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -91,16 +92,67 @@ func (e *inputError) Error() string { return fmt.Sprintf("%s:%d: %s", e.name, e.
 
 // parseLine splits "KEY" or "KEY<TAB>ID" (an optional trailing CR is dropped).
 func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
-	b = bytes.TrimSuffix(b, []byte{'\r'})
+	b = dropCR(b)
+	// The common line, KEY<TAB>ID with an id of 1 to 19 digits (no
+	// overflow), is parsed from its end in one pass.
+	var n, pow uint64 = 0, 1
+	for j := len(b) - 1; j >= 0 && j >= len(b)-20; j-- {
+		d := uint64(b[j] - '0')
+		if d <= 9 {
+			n += d * pow
+			pow *= 10
+			continue
+		}
+		if b[j] == '\t' && j < len(b)-1 {
+			return b[:j], n, true, nil
+		}
+		break
+	}
 	i := bytes.LastIndexByte(b, '\t')
 	if i < 0 {
 		return b, 0, false, nil
 	}
-	id, err = strconv.ParseUint(string(b[i+1:]), 10, 64)
-	if err != nil {
+	id, ok := parseDecimal(b[i+1:])
+	if !ok {
 		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
 	}
 	return b[:i], id, true, nil
+}
+
+// dropCR drops one trailing CR, as bufio.ScanLines does.
+func dropCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// parseDecimal parses what strconv.ParseUint(s, 10, 64) accepts: one or
+// more ASCII digits (no sign, no underscore, leading zeros allowed) whose
+// value fits in a uint64. Unlike ParseUint it needs no string, and no error
+// is built for each line.
+func parseDecimal(s []byte) (uint64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for i, c := range s {
+		d := uint64(c - '0')
+		if d > 9 {
+			return 0, false
+		}
+		if i < 19 { // 19 digits are below 10^19 < 2^64: no overflow
+			n = n*10 + d
+			continue
+		}
+		hi, lo := bits.Mul64(n, 10)
+		lo, carry := bits.Add64(lo, d, 0)
+		if hi != 0 || carry != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
 }
 
 // checkInput fails early, before the filter is opened, if --from names a
@@ -136,18 +188,20 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 	if from == "" {
 		return nil
 	}
-	lineFn := func(line int, key []byte, id uint64, hasID bool) error {
-		return fn(item{key: key, id: id, hasID: hasID, line: line})
-	}
 	if from == "-" {
-		return a.scanLines(ctx, a.stdin, "stdin", verb, 0, lineFn)
+		return a.scanItems(ctx, a.stdin, "stdin", verb, 0, fn)
 	}
-	return a.scanFile(ctx, from, verb, lineFn)
+	return a.scanFileItems(ctx, from, verb, fn)
 }
 
 // scanFile is scanLines over the file at path, with the progress bar over
 // its size when it is a regular file.
 func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	return a.scanFileItems(ctx, path, label, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
+}
+
+// scanFileItems is scanFile with fn taking an item.
+func (a *app) scanFileItems(ctx context.Context, path, label string, fn func(it item) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -157,7 +211,7 @@ func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total = st.Size()
 	}
-	return a.scanLines(ctx, f, path, label, total, fn)
+	return a.scanItems(ctx, f, path, label, total, fn)
 }
 
 // scanLines calls fn for every non-empty KEY or KEY<TAB>ID line of r (named
@@ -165,24 +219,29 @@ func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int
 // (when bars are on). It stops between two lines when ctx is cancelled and
 // returns ctx's error. The key slice is valid only during the call.
 func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(line int, key []byte, id uint64, hasID bool) error) error {
+	return a.scanItems(ctx, r, name, label, total, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
+}
+
+// scanItems is scanLines with fn taking an item: forEachItem's callback
+// is called directly, one indirect call per line.
+func (a *app) scanItems(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
 	bar := a.newBar(label, total)
 	if bar != nil {
 		defer bar.Finish()
 	}
-	done := ctx.Done()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	lr := newLineReader(r, 64<<10, maxLine)
 	line := 0
-	for sc.Scan() {
+	for {
+		b, ok := lr.next()
+		if !ok {
+			break
+		}
 		line++
-		b := sc.Bytes()
 		if bar != nil {
 			bar.Add64(int64(len(b) + 1))
 		}
-		select {
-		case <-done:
-			return ctx.Err()
-		default:
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
 			continue
@@ -191,14 +250,109 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		if err != nil {
 			return &inputError{name: name, line: line, msg: err.Error()}
 		}
-		if err := fn(line, key, id, hasID); err != nil {
+		if err := fn(item{key: key, id: id, hasID: hasID, line: line}); err != nil {
 			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := lr.err(); err != nil {
 		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
 	return nil
+}
+
+// maxLine is the longest line of input, its newline included: the limit
+// bufio.Scanner had here (a longer line fails with bufio.ErrTooLong).
+const maxLine = 16 << 20
+
+// lineReader splits its reader into lines exactly as a bufio.Scanner with
+// ScanLines and a buffer of at most max bytes would: a line ends at '\n',
+// one CR before it is dropped, the last line needs no newline, a line
+// that does not fit in max bytes fails with bufio.ErrTooLong, and the
+// lines read before a read error are returned before the error. It avoids
+// the Scanner's split-function call per line, and reads into the whole
+// free part of its buffer.
+type lineReader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int // the unread bytes are buf[start:end]
+	scanned    int // buf[start:scanned] holds no '\n'
+	max        int
+	rerr       error // the reader's error (io.EOF at the end); sticky
+}
+
+func newLineReader(r io.Reader, size, max int) *lineReader {
+	return &lineReader{r: r, buf: make([]byte, min(size, max)), max: max}
+}
+
+// next returns the next line, valid until the following call; false at
+// the end of the input or after an error (see err).
+func (l *lineReader) next() ([]byte, bool) {
+	for {
+		if i := bytes.IndexByte(l.buf[l.scanned:l.end], '\n'); i >= 0 {
+			i += l.scanned
+			b := l.buf[l.start:i]
+			l.start, l.scanned = i+1, i+1
+			return dropCR(b), true
+		}
+		l.scanned = l.end
+		if l.rerr != nil {
+			if l.start == l.end {
+				return nil, false
+			}
+			b := l.buf[l.start:l.end]
+			l.start = l.end
+			return dropCR(b), true
+		}
+		l.fill()
+	}
+}
+
+// fill reads once more into the buffer, after moving the unread bytes to
+// its start or growing it (up to max) when it is full.
+func (l *lineReader) fill() {
+	if l.start > 0 {
+		n := copy(l.buf, l.buf[l.start:l.end])
+		l.scanned -= l.start
+		l.start, l.end = 0, n
+	}
+	if l.end == len(l.buf) {
+		if len(l.buf) >= l.max {
+			// The partial line is dropped, not returned as the last line.
+			l.rerr = bufio.ErrTooLong
+			l.start, l.end, l.scanned = 0, 0, 0
+			return
+		}
+		nb := make([]byte, min(2*len(l.buf), l.max))
+		copy(nb, l.buf[:l.end])
+		l.buf = nb
+	}
+	for empty := 0; ; {
+		n, err := l.r.Read(l.buf[l.end:])
+		if n < 0 || len(l.buf)-l.end < n {
+			l.rerr = bufio.ErrBadReadCount
+			return
+		}
+		l.end += n
+		if err != nil {
+			l.rerr = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+		if empty++; empty > 100 {
+			l.rerr = io.ErrNoProgress
+			return
+		}
+	}
+}
+
+// err is the error that ended the input, nil at its end.
+func (l *lineReader) err() error {
+	if l.rerr == io.EOF {
+		return nil
+	}
+	return l.rerr
 }
 
 // fillBar draws fill (0..1, may exceed 1) as a bar of width cells.
