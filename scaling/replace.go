@@ -144,7 +144,7 @@ func (f *Filter) waitReplace() error {
 			return f.move()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s is being replaced (a whole-file rewrite has held it for over %v)", ErrLockTimeout, f.path, f.timeout)
+			return fmt.Errorf("%w: %s is held by a whole-file rewrite or an exclusive writer (for over %v)", ErrLockTimeout, f.path, f.timeout)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, time.Millisecond)
