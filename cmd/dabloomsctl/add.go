@@ -17,11 +17,16 @@ Bulk input draws a progress bar on stderr when stderr is a terminal (not with
 between two operations: every add that completed is kept, the file is
 flushed and closed, and it is consistent; the exit code is then 1.
 
+--exclusive makes this command the file's only writer until it ends (the
+library's OpenOptions.Exclusive): its adds are faster, other writers wait
+for it (up to their lock timeout), lookups everywhere go on.
+
 At the end the file is flushed (fsync) unless --no-flush. --checkpoint N
 writes "checkpoint N" to stderr after every N keys: the first N keys of the
 input are then in the filter, visible to every process.`,
 		Example: `  dabloomsctl add spam.dbl http://a.example/ http://b.example/ --id 42
   dabloomsctl add spam.dbl --from links.tsv
+  dabloomsctl add spam.dbl --from links.tsv --exclusive   # a bulk load
   some-export | dabloomsctl add spam.dbl --from - --checkpoint 10000`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

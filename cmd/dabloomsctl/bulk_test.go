@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/scaling"
 )
 
 // TestBulkStopsAtFailure: when a key of add --from fails (an id above
@@ -19,6 +21,12 @@ import (
 // batch read after it (a change that reads ahead while a batch is applied
 // must keep this).
 func TestBulkStopsAtFailure(t *testing.T) {
+	for _, excl := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) { bulkStopsAtFailure(t, excl) })
+	}
+}
+
+func bulkStopsAtFailure(t *testing.T, excl bool) {
 	path := filepath.Join(t.TempDir(), "p.dbl")
 	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
 		t.Fatal(r.stderr)
@@ -31,7 +39,11 @@ func TestBulkStopsAtFailure(t *testing.T) {
 		}
 		fmt.Fprintf(&in, "k%d\t%d\n", i, id)
 	}
-	r := cli(t, in.String(), "add", path, "--from", "-", "--json")
+	args := []string{"add", path, "--from", "-", "--json"}
+	if excl {
+		args = append(args, "--exclusive")
+	}
+	r := cli(t, in.String(), args...)
 	if r.code != exitFail || !strings.Contains(r.stderr, "line 5000") {
 		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
 	}
@@ -85,4 +97,29 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// add --exclusive holds the file as its only writer while it runs: a
+// writer beside it waits, and is told so when its lock timeout runs out;
+// lookups go on. (The library's TestExclusive* check the protocol.)
+func TestAddExclusive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if r := cli(t, "a\t1\nb\t2\n", "add", path, "--from", "-", "--exclusive"); r.code != 0 {
+		t.Fatalf("add --exclusive: exit %d: %s", r.code, r.stderr)
+	}
+	f, err := scaling.Open(path, &scaling.OpenOptions{Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if r := cli(t, "", "contains", path, "a", "b"); r.code != 0 || r.stdout != "a\ttrue\nb\ttrue\n" {
+		t.Fatalf("contains beside an exclusive writer: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	r := cli(t, "", "add", path, "c", "--id", "3", "--lock-timeout", "200ms")
+	if r.code == 0 || !strings.Contains(r.stderr, "an exclusive writer") {
+		t.Fatalf("add beside an exclusive writer: exit %d, stderr %q; want a lock timeout", r.code, r.stderr)
+	}
 }
