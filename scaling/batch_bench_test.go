@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -118,3 +119,51 @@ func BenchmarkLoadFloor(b *testing.B) {
 }
 
 var sinkFloor uint64
+
+// BenchmarkContainsBatchLongChain looks keys up through ContainsBatch in a
+// chain longer than batchFilters (capacity 1,000 per filter, growth 1): 256
+// keys per call, half present, in a stride through them. ns/op and cpu-ns/op
+// are per key (thread CPU time: load on a shared machine moves it less).
+func BenchmarkContainsBatchLongChain(b *testing.B) {
+	for _, filters := range []int{12, 60} {
+		b.Run(fmt.Sprintf("filters=%d", filters), func(b *testing.B) {
+			f, err := NewMemory(&Options{Capacity: 1000, GrowthFactor: 1, Seed: 7})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			n := filters * 1000
+			for i := range n {
+				if err := f.Add(makeKey(nil, "key-", i), uint64(i+1)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got := len(f.Stats().Filters); got != filters {
+				b.Fatalf("%d filters, want %d", got, filters)
+			}
+			batch := make([][]byte, 256)
+			for i := range batch {
+				j := i * 7919 % n
+				if i%2 == 0 {
+					batch[i] = makeKey(nil, "key-", j)
+				} else {
+					batch[i] = makeKey(nil, "absent-", j)
+				}
+			}
+			out := make([]bool, len(batch))
+			var cpu cpuTimer
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu.start()
+			for i := 0; i < b.N; i += len(batch) {
+				f.ContainsBatch(batch, out)
+			}
+			cpu.stopN(b, 1)
+			for i := 0; i < len(batch); i += 2 {
+				if !out[i] {
+					b.Fatal("false negative")
+				}
+			}
+		})
+	}
+}
