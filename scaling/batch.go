@@ -28,9 +28,13 @@ const batchKeysAhead = batchDepth
 const batchRing = batchDepth + batchGroup
 
 // batchFilters is the longest chain whose probes a batch keeps for a whole
-// group; longer chains are probed one key at a time (still overlapping the
-// misses of the chain's filters).
+// group; a longer chain is looked up batchFilters filters at a time.
 const batchFilters = 8
+
+// batchChunk is how many keys a lookup on a chain longer than batchFilters
+// hashes at a time: it keeps their hashes (4 KB, in L1) for every pass of
+// batchFilters filters over them, so each key is hashed once.
+const batchChunk = 256
 
 // ContainsBatch sets out[i] = Contains(keys[i]) for every key, faster than
 // calling Contains in a loop: it is a software pipeline over groups of keys
@@ -66,12 +70,12 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		f.containsBatch1(c, keys, out)
 		return
 	}
-	// A longer chain is looked up batchFilters filters at a time, newest
-	// first, each pass adding what it finds to out.
-	for end := len(c.f); end > 0; end -= batchFilters {
-		sub := &chain{f: c.f[max(end-batchFilters, 0):end], hasMurmur: c.hasMurmur}
-		f.containsBatchN(sub, keys, out)
+	if len(c.f) <= batchFilters {
+		f.containsBatchN(c, keys, out)
+		return
 	}
+	// A longer chain: in passes of batchFilters filters, each key hashed once.
+	f.containsBatchLong(c, keys, out)
 }
 
 // containsBatch1 and containsBatchN give containsPipelined a ring as long as
@@ -135,4 +139,88 @@ func (f *Filter) testGroup(c *chain, ring [][batchRing]counting4.Probe, start in
 	for j := len(c.f) - 1; j >= 0; j-- {
 		c.f[j].cf.ContainsProbes(ring[j][slot:slot+len(out)], out)
 	}
+}
+
+// containsBatchLong looks keys up in a chain longer than batchFilters, a
+// chunk of batchChunk keys at a time: it hashes the chunk's keys once, then
+// looks them up batchFilters filters at a time, newest first, each pass
+// pipelined as containsPipelined is and asking only about the keys that no
+// newer filter holds.
+func (f *Filter) containsBatchLong(c *chain, keys [][]byte, out []bool) {
+	var hs [batchChunk]hashes
+	var idx [batchChunk]uint16
+	var ring [batchFilters][batchRing]counting4.Probe
+	for lo := 0; lo < len(keys); lo += batchChunk {
+		ks := keys[lo:min(lo+batchChunk, len(keys))]
+		o := out[lo : lo+len(ks)]
+		prefetchKeys(&ks[0], min(len(ks), batchKeysAhead))
+		for i, k := range ks {
+			if a := i + batchKeysAhead; a < len(ks) && a%batchGroup == 0 {
+				prefetchKeys(&ks[a], min(len(ks)-a, batchGroup))
+			}
+			hs[i] = f.hash(c, k)
+			idx[i] = uint16(i)
+		}
+		n := len(ks)
+		for end := len(c.f); end > 0 && n > 0; end -= batchFilters {
+			sub := c.f[max(end-batchFilters, 0):end]
+			containsHashed(sub, &hs, idx[:n], o, ring[:len(sub)])
+			// The keys still not found, for the older filters.
+			m := 0
+			for _, i := range idx[:n] {
+				idx[m] = i
+				m += int(b2u(!o[i]))
+			}
+			n = m
+		}
+	}
+}
+
+// containsHashed sets o[i] for the keys i in idx found in fs (at most
+// batchFilters filters), with their hashes in hs and ring[j] the probes of
+// fs[j]: the pipeline of containsPipelined over keys already hashed.
+func containsHashed(fs []*member, hs *[batchChunk]hashes, idx []uint16, o []bool, ring [][batchRing]counting4.Probe) {
+	var kh [batchGroup]uint64
+	n := len(idx)
+	tested := 0
+	for start := 0; start < n; start += batchGroup {
+		slot := start / batchGroup % (batchRing / batchGroup) * batchGroup
+		group := idx[start:min(start+batchGroup, n)]
+		for j, m := range fs {
+			for i, k := range group {
+				kh[i] = m.keyHash(hs[k])
+			}
+			m.cf.PrepareProbes(kh[:len(group)], ring[j][slot:slot+len(group)])
+		}
+		if start >= batchDepth {
+			testHashed(fs, ring, tested, idx[tested:tested+batchGroup], o)
+			tested += batchGroup
+		}
+	}
+	for ; tested < n; tested += batchGroup {
+		testHashed(fs, ring, tested, idx[tested:min(tested+batchGroup, n)], o)
+	}
+}
+
+// testHashed tests the probes of the group of keys from position start of
+// idx on (len(group) keys, none of them found yet) in every filter of fs,
+// newest first, and sets o[group[i]] for a key found.
+func testHashed(fs []*member, ring [][batchRing]counting4.Probe, start int, group []uint16, o []bool) {
+	slot := start / batchGroup % (batchRing / batchGroup) * batchGroup
+	var found [batchGroup]bool
+	for j := len(fs) - 1; j >= 0; j-- {
+		fs[j].cf.ContainsProbes(ring[j][slot:slot+len(group)], found[:len(group)])
+	}
+	for i, k := range group {
+		o[k] = found[i]
+	}
+}
+
+// b2u is 1 for true, 0 for false (branch-free: whether a key was found is
+// not predictable).
+func b2u(b bool) uint {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -25,7 +25,8 @@ func checkBatch(t *testing.T, f *Filter, keys [][]byte) {
 		t.Fatalf("%d of %d keys present: the test needs both", positives, len(keys))
 	}
 	sizes := []int{0, 1, batchGroup - 1, batchGroup, batchGroup + 1, 15, 16, 17,
-		batchDepth + batchGroup - 1, batchDepth + batchGroup, batchDepth + batchGroup + 1, 1000}
+		batchDepth + batchGroup - 1, batchDepth + batchGroup, batchDepth + batchGroup + 1,
+		batchChunk - 1, batchChunk, batchChunk + 1, 1000}
 	for _, size := range sizes {
 		out := make([]bool, size+5)
 		for start := 0; start+size <= len(keys); start += max(size, 1)*3 + 1 {
@@ -104,4 +105,48 @@ func TestContainsBatchConverted(t *testing.T) {
 	t.Logf("%d filters, first %s/%s, last %s/%s", len(st.Filters), st.Filters[0].Hash, st.Filters[0].Layout,
 		st.Filters[len(st.Filters)-1].Hash, st.Filters[len(st.Filters)-1].Layout)
 	checkBatch(t, f, keys)
+	// Longer than batchFilters: the converted filters are in the last pass.
+	for i := 3000; len(f.Stats().Filters) <= batchFilters; i++ {
+		k := []byte(fmt.Sprint("new-", i))
+		if err := f.Add(k, 1_000_000+uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			keys = append(keys, k)
+		}
+	}
+	t.Logf("%d filters", len(f.Stats().Filters))
+	checkBatch(t, f, keys)
+}
+
+// TestContainsBatchAllocs: ContainsBatch allocates nothing, on one filter,
+// a chain of a few and one longer than batchFilters.
+func TestContainsBatchAllocs(t *testing.T) {
+	for _, n := range []int{1_000, 5_000, 20_000} {
+		f, err := NewMemory(&Options{Capacity: 1_000, GrowthFactor: 1, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		keys := make([][]byte, 600)
+		for i := range n {
+			k := makeKey(nil, "in-", i)
+			if err := f.Add(k, uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+			if i < len(keys) {
+				keys[i] = k
+			}
+		}
+		out := make([]bool, len(keys))
+		filters := len(f.Stats().Filters)
+		if a := testing.AllocsPerRun(20, func() { f.ContainsBatch(keys, out) }); a != 0 {
+			t.Fatalf("%d filters: ContainsBatch allocates %v times per call", filters, a)
+		}
+		for i, v := range out {
+			if !v {
+				t.Fatalf("%d filters: false negative for key %d", filters, i)
+			}
+		}
+	}
 }
