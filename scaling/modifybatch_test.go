@@ -160,20 +160,24 @@ func TestModifyBatchRefusals(t *testing.T) {
 }
 
 func TestModifyBatchAllocs(t *testing.T) {
-	f, err := NewMemory(&Options{Capacity: 1_000_000, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	keys, ids := batchKeys("a", 256)
-	results := make([]error, len(keys))
-	if a := testing.AllocsPerRun(20, func() {
-		if err := f.AddBatch(keys, ids); err != nil {
+	for _, excl := range []bool{false, true} {
+		f, err := NewMemory(&Options{Capacity: 1_000_000, Seed: 1, Exclusive: excl})
+		if err != nil {
 			t.Fatal(err)
 		}
-		f.RemoveBatch(keys, ids, results)
-	}); a != 0 {
-		t.Fatalf("AddBatch+RemoveBatch allocate %v times per run", a)
+		defer f.Close()
+		keys, ids := batchKeys("a", 256)
+		results := make([]error, len(keys))
+		if a := testing.AllocsPerRun(20, func() {
+			if err := f.AddBatch(keys, ids); err != nil {
+				t.Fatal(err)
+			}
+			f.RemoveBatch(keys, ids, results)
+			f.Add(keys[0], ids[0])
+			f.Remove(keys[0], ids[0])
+		}); a != 0 {
+			t.Fatalf("exclusive %v: Add, Remove and the batches allocate %v times per run", excl, a)
+		}
 	}
 }
 
