@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/pflag"
@@ -59,11 +60,17 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 		return err
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
-	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}}
+	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch)}
+	if o.checkpoint == 0 && o.flushEvery == 0 {
+		b.startApplier()
+	}
 	runErr := a.forEachItem(ctx, op, keys, o.from, b.collect)
+	if errors.Is(runErr, errApplierStopped) {
+		runErr = nil // the applier's own error follows
+	}
 	// The keys read before the input ended, was cancelled or went wrong
 	// are applied (after a failed batch, nothing is left to apply).
-	runErr = joinFirst(b.applyBatch(), runErr)
+	runErr = joinFirst(b.applyRest(), runErr)
 	b.res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
 	runErr = b.finish(runErr)
 	if a.json {
@@ -90,7 +97,69 @@ type bulk struct {
 	o                  *bulkOpts
 	res                bulkJSON
 	missing, ambiguous []string // the first ten of each, for the warnings
-	batch              batch
+	batch              *batch   // the batch being collected
+	pipe               *applier // nil: each batch is applied as it fills
+}
+
+// applier applies the batches the reading goroutine fills, in order, on a
+// goroutine of its own, so that reading and parsing the next batch
+// overlaps the filter's work on this one (two cores: the bulk load's wall
+// time is the larger of the two, not their sum). Used without
+// --checkpoint and --flush-every, whose batch limits depend on the
+// results of the batches before. It owns b.res and the warning lists until
+// done is closed.
+type applier struct {
+	work    chan *batch   // filled batches, in input order
+	free    chan *batch   // applied batches, to be filled again
+	done    chan struct{} // closed once every batch handed over is applied
+	err     error         // the first batch error (read after done)
+	stopped atomic.Bool   // a batch failed: the rest are not applied
+}
+
+// errApplierStopped ends the reading once a batch failed; the batch's own
+// error is what the run reports.
+var errApplierStopped = errors.New("a batch failed")
+
+func (b *bulk) startApplier() {
+	p := &applier{work: make(chan *batch, 1), free: make(chan *batch, 2), done: make(chan struct{})}
+	p.free <- new(batch)
+	b.pipe = p
+	go func() {
+		defer close(p.done)
+		for q := range p.work {
+			if p.err == nil {
+				if p.err = b.apply(q); p.err != nil {
+					p.stopped.Store(true)
+				}
+			}
+			q.reset()
+			p.free <- q
+		}
+	}()
+}
+
+// handOver gives the filled batch to the applier and takes an empty one.
+func (b *bulk) handOver() error {
+	if b.pipe.stopped.Load() {
+		return errApplierStopped
+	}
+	b.pipe.work <- b.batch
+	b.batch = <-b.pipe.free
+	return nil
+}
+
+// applyRest applies the keys collected last and, with an applier, waits
+// for it; it returns the error of the batch that failed, if one did.
+func (b *bulk) applyRest() error {
+	if b.pipe == nil {
+		return b.apply(b.batch)
+	}
+	if len(b.batch.ids) > 0 && !b.pipe.stopped.Load() {
+		b.pipe.work <- b.batch
+	}
+	close(b.pipe.work)
+	<-b.pipe.done
+	return b.pipe.err
 }
 
 // batch holds the keys collected for one AddBatch or RemoveBatch.
@@ -113,13 +182,16 @@ func (b *bulk) collect(it item) error {
 	if it.hasID {
 		id = it.id
 	}
-	q := &b.batch
+	q := b.batch
 	q.buf = append(q.buf, it.key...)
 	q.ends = append(q.ends, len(q.buf))
 	q.ids = append(q.ids, id)
 	q.lines = append(q.lines, it.line)
-	if uint64(len(q.ids)) >= b.batchLimit() {
-		return b.applyBatch()
+	switch {
+	case b.pipe != nil && len(q.ids) == maxBatch:
+		return b.handOver()
+	case b.pipe == nil && uint64(len(q.ids)) >= b.batchLimit():
+		return b.apply(q)
 	}
 	return nil
 }
@@ -139,13 +211,13 @@ func (b *bulk) batchLimit() uint64 {
 	return limit
 }
 
-// applyBatch adds or removes the collected keys with one AddBatch or
-// RemoveBatch, then counts each key's result in order.
-func (b *bulk) applyBatch() error {
-	q := &b.batch
+// apply adds or removes the keys of q with one AddBatch or RemoveBatch,
+// then counts each key's result in order, and empties q.
+func (b *bulk) apply(q *batch) error {
 	if len(q.ids) == 0 {
 		return nil
 	}
+	defer q.reset()
 	q.keys = q.keys[:0]
 	start := 0
 	for _, end := range q.ends {
@@ -184,8 +256,12 @@ func (b *bulk) applyBatch() error {
 			break
 		}
 	}
-	q.buf, q.ends, q.ids, q.lines = q.buf[:0], q.ends[:0], q.ids[:0], q.lines[:0]
 	return errors.Join(err, batchErr)
+}
+
+// reset empties q, keeping its buffers.
+func (q *batch) reset() {
+	q.buf, q.ends, q.ids, q.lines = q.buf[:0], q.ends[:0], q.ids[:0], q.lines[:0]
 }
 
 // count tallies one key's result, and writes the checkpoint and flushes
