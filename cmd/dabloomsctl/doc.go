@@ -6,8 +6,8 @@
 // Usage:
 //
 //	dabloomsctl create FILE --capacity N --error-rate P [--growth G] [--tightening R] [--seed S] [--layout L] [--force]
-//	dabloomsctl add FILE [KEY...] [--id N] [--from PATH|-] [--checkpoint N] [--flush-every N] [--no-flush]
-//	dabloomsctl remove FILE [KEY...] [--id N] [--from PATH|-] [--checkpoint N] [--flush-every N] [--no-flush]
+//	dabloomsctl add FILE [KEY...] [--id N] [--from PATH|-] [--exclusive] [--checkpoint N] [--flush-every N] [--no-flush]
+//	dabloomsctl remove FILE [KEY...] [--id N] [--from PATH|-] [--exclusive] [--checkpoint N] [--flush-every N] [--no-flush]
 //	dabloomsctl contains FILE [KEY...] [--from PATH|-]
 //	dabloomsctl inspect FILE
 //	dabloomsctl verify FILE
@@ -29,7 +29,11 @@
 // --from reads a file, or stdin for "-": one key per line, "KEY" or
 // "KEY<TAB>ID" (the id after the last tab, a decimal uint64). Empty lines
 // are skipped, a trailing CR is dropped. A line without an id gets --id.
-// Command-line keys are processed first, then the lines.
+// Command-line keys are processed first, then the lines. add and remove
+// apply them in batches (AddBatch, RemoveBatch), reading the next batch
+// while one is applied (unless --checkpoint or --flush-every); with
+// --exclusive the command holds the file as its only writer while it runs
+// (scaling.OpenOptions.Exclusive): faster, and other writers wait for it.
 //
 // # Output
 //
