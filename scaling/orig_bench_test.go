@@ -46,40 +46,32 @@ func BenchmarkOrigConfig(b *testing.B) {
 			}
 			return f
 		}
-		b.Run(mode.name+"add", func(b *testing.B) {
-			if b.N > n {
-				b.Skip("at most 1M adds (one pass)")
-			}
-			f := open(b, 0)
-			defer f.Close()
-			var ct cpuTimer
-			b.ReportAllocs()
-			b.ResetTimer()
-			ct.start()
-			for i := 0; i < b.N; i++ {
-				if err := f.Add(keys.key(i), uint64(i)); err != nil {
-					b.Fatal(err)
+		for _, op := range []struct {
+			name string
+			do   func(f *Filter, key []byte, id uint64) error
+		}{{"add", (*Filter).Add}, {"remove", (*Filter).Remove}} {
+			b.Run(mode.name+op.name, func(b *testing.B) {
+				if b.N > n {
+					b.Skip("at most 1M operations (one pass)")
 				}
-			}
-			ct.stop(b)
-		})
-		b.Run(mode.name+"remove", func(b *testing.B) {
-			if b.N > n {
-				b.Skip("at most 1M removes (one pass)")
-			}
-			f := open(b, b.N)
-			defer f.Close()
-			var ct cpuTimer
-			b.ReportAllocs()
-			b.ResetTimer()
-			ct.start()
-			for i := 0; i < b.N; i++ {
-				if err := f.Remove(keys.key(i), uint64(i)); err != nil {
-					b.Fatal(err)
+				adds := 0
+				if op.name == "remove" {
+					adds = b.N
 				}
-			}
-			ct.stop(b)
-		})
+				f := open(b, adds)
+				defer f.Close()
+				var ct cpuTimer
+				b.ReportAllocs()
+				b.ResetTimer()
+				ct.start()
+				for i := 0; i < b.N; i++ {
+					if err := op.do(f, keys.key(i), uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ct.stop(b)
+			})
+		}
 	}
 }
 
