@@ -44,8 +44,10 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 // protocol is the same. A plain store cannot lose another writer's update
 // only because there is none: a caller that breaks the promise loses
 // counts (the negative control of scaling's TestExclusiveHoldsOtherWriters).
-// Lookups from anywhere stay safe: each word is stored whole. Set it while
-// no update is in flight.
+// Lookups from anywhere stay safe: each word is stored whole, and no
+// counter ever goes below what the keys added and not removed need (a
+// Remove decides before it stores: TestExclusiveRemoveStoresNothingWhenAbsent).
+// Set it while no update is in flight.
 func (f *Filter) SetExclusive(on bool) { f.excl = on }
 
 // K returns the number of counters per key.

@@ -258,32 +258,44 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 	rec.doubt(0)
 }
 
-// removeExcl is RemoveProbe for a filter with one writer (see addExcl). A
-// counter that is zero when its position comes (the key is absent, or two
-// of its positions share a counter its Adds did not both reach) undoes
-// the positions before it and reports false.
+// removeExcl is RemoveProbe for a filter with one writer (see addExcl).
+// It decides before its first store, as removeBlock does: every counter
+// not saturated must hold at least one count per position of the key that
+// falls on it, or the key is absent and nothing is stored. (Decrementing
+// position by position and undoing at a zero would, for a false positive
+// whose positions share a counter holding 1, take that counter to zero
+// for a moment: a lookup of a present key could miss it meanwhile.)
+// Nothing else writes, so the check stays true while the stores follow.
 func (f *Filter) removeExcl(p Probe, rec *Record) bool {
 	var pos [MaxK]uint64
 	f.layout.Positions(p.h, f.counters, f.k, pos[:])
 	w := f.words
-	var done uint64
+	for j, c := range pos[:f.k] {
+		v := atomic.LoadUint64(&w[c>>4]) >> (c & 15 * 4) & 15
+		if v == 15 {
+			continue // saturated: stays
+		}
+		var earlier uint64 // positions before j on the same counter
+		for _, e := range pos[:j] {
+			if e == c {
+				earlier++
+			}
+		}
+		if v <= earlier {
+			return false
+		}
+	}
 	for j, c := range pos[:f.k] {
 		i, sh := c>>4, c&15*4
 		old := atomic.LoadUint64(&w[i])
-		switch old >> sh & 15 {
-		case 15:
-			continue // saturated: stays
-		case 0:
-			f.undo(pos[:f.k], -1, rec, done)
-			rec.doubt(0)
-			return false
+		if old>>sh&15 == 15 {
+			continue
 		}
 		nw := old - 1<<sh
 		rec.evidence(i, nw)
 		rec.doubt(1 << j)
 		StoreOrdered(&w[i], nw)
 		rec.set(1 << j)
-		done |= 1 << j
 	}
 	rec.doubt(0)
 	return true

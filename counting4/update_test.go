@@ -253,3 +253,44 @@ func TestProbeRemoveRollbackContended(t *testing.T) {
 		})
 	}
 }
+
+// A Remove on a filter with one writer that finds the key absent stores
+// nothing at all, not even for a moment: here the key's counters are all
+// non-zero but two of its positions share a counter holding 1, so only a
+// Remove that decided first leaves the record's evidence untouched (one
+// that decremented position by position would have taken that counter,
+// which other keys may need, to zero before undoing).
+func TestExclusiveRemoveStoresNothingWhenAbsent(t *testing.T) {
+	for _, l := range []Layout{Blocked512, Blocked1024} {
+		f := newFilter(t, l, 4*BlockCounters1024, 8)
+		f.SetExclusive(true)
+		var h uint64
+		var pos [MaxK]uint64
+		found := false
+		for h = 1; h < 1_000_000 && !found; h++ {
+			f.Positions(h, pos[:])
+			for j := 1; j < 8 && !found; j++ {
+				found = slices.Contains(pos[:j], pos[j])
+			}
+		}
+		if !found {
+			t.Fatalf("%v: no key with two positions on one counter", l)
+		}
+		h--
+		for _, c := range pos[:8] { // every counter of the key at 1
+			w := &f.Words()[c>>4]
+			*w = *w&^(15<<(c&15*4)) | 1<<(c&15*4)
+		}
+		before := slices.Clone(f.Words())
+		var r recWords
+		if f.RemoveProbe(f.Prepare(h), r.rec()) {
+			t.Fatalf("%v: removed a key one of whose counters holds 1 for two positions", l)
+		}
+		if r.word != 0 || r.nv != 0 || r.changed != 0 || r.doubt != 0 {
+			t.Errorf("%v: the failed Remove stored something (record %+v)", l, r)
+		}
+		if !slices.Equal(before, f.Words()) {
+			t.Errorf("%v: the failed Remove changed the counters", l)
+		}
+	}
+}
