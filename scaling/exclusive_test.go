@@ -331,3 +331,47 @@ func TestExclusiveRefusals(t *testing.T) {
 		t.Fatalf("a 1.2 file: %v, want ErrNotLive", err)
 	}
 }
+
+// A shared handle that closes while an exclusive handle holds the file
+// gives back the admission room it reserved, as it does otherwise: the
+// filter's pending word is 0 once every handle is closed.
+func TestExclusiveLeavesNoReservation(t *testing.T) {
+	requireFiles(t)
+	path := filepath.Join(t.TempDir(), "p.dbl")
+	f, err := Create(path, &Options{Capacity: 100_000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, withExcl := range []bool{false, true} {
+		sh, err := Open(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := sh.Add(fmt.Appendf(nil, "k%v%d", withExcl, i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ex *Filter
+		if withExcl {
+			if ex, err = Open(path, &OpenOptions{Exclusive: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sh.Close()
+		if ex != nil {
+			ex.Close()
+		}
+		g, err := Open(path, &OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := g.chain.Load()
+		pend := atomic.LoadUint64(c.f[len(c.f)-1].pend)
+		g.Close()
+		if pend != 0 {
+			t.Errorf("exclusive handle open while the shared one closed: %v; pending word %d after every handle closed, want 0", withExcl, pend)
+		}
+	}
+}

@@ -94,8 +94,11 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 // not hand out, and releases the Adds they handed out that have finished;
 // it returns how much the pending word went down.
 func (m *member) reclaim() uint64 {
-	if m.gone() {
+	if m.seq < atomic.LoadUint64(m.retired) {
 		// The line may be another filter's now: drop the shards only.
+		// (A freeze does not stop the give-back, where gone would: the
+		// pending word is a hint a rewrite's copy does not keep, and the
+		// file lives on after an Abort or an exclusive writer's Close.)
 		for i := range m.quota {
 			m.quota[i].mu.Lock()
 			m.quota[i].left = 0
