@@ -305,6 +305,15 @@ func TestExclusiveRefusals(t *testing.T) {
 	if !g.Contains([]byte("k")) {
 		t.Fatal("a lookup beside an exclusive handle misses its Add")
 	}
+	ro, err := Open(path, &OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := ro.Flush(); !errors.Is(err, ErrReadOnly) || time.Since(start) > 50*time.Millisecond {
+		t.Fatalf("a read-only Flush beside an exclusive handle: %v after %v, want ErrReadOnly at once", err, time.Since(start))
+	}
+	ro.Close()
 	if _, err := Open(path, &OpenOptions{Exclusive: true, ReadOnly: true}); !errors.As(err, new(*OptionError)) {
 		t.Fatalf("read-only and exclusive: %v, want an *OptionError", err)
 	}
@@ -373,5 +382,35 @@ func TestExclusiveLeavesNoReservation(t *testing.T) {
 		if pend != 0 {
 			t.Errorf("exclusive handle open while the shared one closed: %v; pending word %d after every handle closed, want 0", withExcl, pend)
 		}
+	}
+}
+
+// Create with Exclusive makes the file at the path before it holds it: if
+// another file is put there in between, Create says so (ErrBusy), never
+// with the package's internal retry error.
+func TestExclusiveCreateReplacedFirst(t *testing.T) {
+	requireFiles(t)
+	path := filepath.Join(t.TempDir(), "c.dbl")
+	defer func(h func(string)) { createHook = h }(createHook)
+	createHook = func(p string) {
+		createHook = nil
+		g, err := Create(p, &Options{Capacity: 1000, Overwrite: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Close()
+	}
+	f, err := Create(path, &Options{Capacity: 1000, Exclusive: true})
+	if err == nil {
+		f.Close()
+		t.Fatal("Create held a file that was replaced before it was held")
+	}
+	if !errors.Is(err, ErrBusy) || errors.Is(err, errRetry) {
+		t.Fatalf("Create: %v; want ErrBusy, not the internal retry error", err)
+	}
+	if g, err := Open(path, &OpenOptions{Exclusive: true}); err != nil {
+		t.Fatalf("the file at the path: %v", err)
+	} else {
+		g.Close()
 	}
 }

@@ -142,13 +142,25 @@ func Create(path string, opts *Options) (*Filter, error) {
 	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
 		Failpoints: o.Failpoints, BootID: o.BootID}
 	if o.Exclusive {
+		// The file is at the path already: another handle may open it,
+		// or even replace it, before it is held.
+		if createHook != nil {
+			createHook(path)
+		}
 		if err := f.takeExclusive(createFlags()); err != nil {
 			f.Close()
-			return nil, err
+			if errors.Is(err, errRetry) {
+				err = fmt.Errorf("%w: another file was put at the path first", ErrBusy)
+			}
+			return nil, fmt.Errorf("create %s: made, but not held exclusively: %w", path, err)
 		}
 	}
 	return f, nil
 }
+
+// createHook, if set, runs in Create between the new file's rename to the
+// path and the exclusive hold (tests).
+var createHook func(path string)
 
 // createFlags are the feature flags of a new file.
 func createFlags() uint64 {
