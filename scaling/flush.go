@@ -27,6 +27,9 @@ func (f *Filter) Flush() error {
 }
 
 func (f *Filter) flush() error {
+	if f.ro && !f.closed.Load() {
+		return ErrReadOnly // (not after waiting for a rewrite or an exclusive writer)
+	}
 	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
 		// A rewrite holds the file (see Freeze): flush what follows it.
 		if err := f.waitReplace(); err != nil {

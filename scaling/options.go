@@ -44,8 +44,11 @@ type Options struct {
 	// in any process has the old file open.
 	Overwrite bool
 	// Exclusive makes the new Filter its file's only writer until Close
-	// (see OpenOptions.Exclusive). In memory it makes every modification
-	// of the Filter one at a time, with the same plain stores.
+	// (see OpenOptions.Exclusive). The file is at the path, open to other
+	// handles, before it is held: if the hold fails (another file put at
+	// the path first: ErrBusy), Create returns the error and the file
+	// stays. In memory it makes every modification of the Filter one at a
+	// time, with the same plain stores.
 	Exclusive bool
 	// Reserve is the address space reserved for growth (default mmapfile.DefaultReserve).
 	Reserve int64
@@ -75,16 +78,25 @@ type OpenOptions struct {
 	// Exclusive makes the handle the file's only writer until Close, for
 	// bulk loads and single-writer applications: its Add and Remove take
 	// 70-85 % of a shared handle's time and its AddBatch 60-75 %
-	// (docs/PERFORMANCE.md, "Exclusive writer"). Open waits (up to LockTimeout; then ErrBusy)
-	// for the writers' operations in flight; from then on every other
-	// writer, in any process, waits for Close (up to its own LockTimeout;
-	// then ErrLockTimeout), and so does a rewrite (recover.Compact,
-	// Repair). Lookups everywhere go on. All methods stay safe for
-	// concurrent use; the handle's modifications run one at a time. It
-	// needs a read-write handle on a file of version 1.3 or later (else
-	// ErrNotLive). If the process dies, the next writer that takes the
-	// growth lock lets the others go on, and the file is repaired as after
-	// any writer's death.
+	// (docs/PERFORMANCE.md, "Exclusive writer").
+	//
+	// Open waits, up to LockTimeout, for the growth and flush locks (a
+	// growth, a flush, a rewrite or another exclusive handle holds them)
+	// and then for the other writers' operations in flight; ErrBusy if
+	// they outlast it. From then on every other writer, in any process,
+	// waits for Close, up to its own LockTimeout (then ErrLockTimeout):
+	// its Add, Remove, batches, Flush and RetireBefore alike; so does a
+	// rewrite (recover.Compact, Repair: ErrBusy after their wait). Lookups
+	// everywhere go on, and see every change as it is made. All methods
+	// of the handle stay safe for concurrent use; its modifications run
+	// one at a time.
+	//
+	// It needs a read-write handle (else an *OptionError) on a file of
+	// version 1.3 or later (else ErrNotLive; Compact rewrites a file so).
+	// If the process dies, the next writer that takes the growth lock lets
+	// the others go on, and the file is repaired as after any writer's
+	// death. After an OS crash the file may still say it is held (the
+	// word is cleared at Close, not synced): the next writer clears it.
 	Exclusive bool
 }
 
