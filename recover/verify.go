@@ -86,7 +86,7 @@ func settledAnalysis(f *os.File, boot bootID) (*analysis, error) {
 		}
 		seen = settled
 		if !time.Now().Before(deadline) {
-			return nil, fmt.Errorf("%w: a growth of the file was in progress for %v (another process held the growth lock, or rewrote the metadata, at every try); verify again", ErrBusy, verifySettle)
+			return nil, fmt.Errorf("%w: a growth of the file was in progress for %v (another process held the growth lock — growing the file, rewriting it, or holding it as an exclusive writer — or rewrote the metadata, at every try); verify again", ErrBusy, verifySettle)
 		}
 		if !settled {
 			time.Sleep(delay)
