@@ -65,12 +65,9 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 		b.startApplier()
 	}
 	runErr := a.forEachItem(ctx, op, keys, o.from, b.collect)
-	if errors.Is(runErr, errApplierStopped) {
-		runErr = nil // the applier's own error follows
-	}
 	// The keys read before the input ended, was cancelled or went wrong
 	// are applied (after a failed batch, nothing is left to apply).
-	runErr = joinFirst(b.applyRest(), runErr)
+	runErr = b.applyRest(runErr)
 	b.res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
 	runErr = b.finish(runErr)
 	if a.json {
@@ -109,11 +106,13 @@ type bulk struct {
 // results of the batches before. It owns b.res and the warning lists until
 // done is closed.
 type applier struct {
-	work    chan *batch   // filled batches, in input order
-	free    chan *batch   // applied batches, to be filled again
-	done    chan struct{} // closed once every batch handed over is applied
-	err     error         // the first batch error (read after done)
-	stopped atomic.Bool   // a batch failed: the rest are not applied
+	work     chan *batch   // filled batches, in input order
+	free     chan *batch   // applied batches, to be filled again
+	done     chan struct{} // closed once every batch handed over is applied
+	err      error         // the first batch error (read after done)
+	failedAt int           // the number of the batch that failed (read after done)
+	stopped  atomic.Bool   // a batch failed: the rest are not applied
+	sent     int           // batches handed over (the reading goroutine's)
 }
 
 // errApplierStopped ends the reading once a batch failed; the batch's own
@@ -126,12 +125,15 @@ func (b *bulk) startApplier() {
 	b.pipe = p
 	go func() {
 		defer close(p.done)
+		n := 0
 		for q := range p.work {
 			if p.err == nil {
 				if p.err = b.apply(q); p.err != nil {
+					p.failedAt = n
 					p.stopped.Store(true)
 				}
 			}
+			n++
 			q.reset()
 			p.free <- q
 		}
@@ -144,22 +146,34 @@ func (b *bulk) handOver() error {
 		return errApplierStopped
 	}
 	b.pipe.work <- b.batch
+	b.pipe.sent++
 	b.batch = <-b.pipe.free
 	return nil
 }
 
 // applyRest applies the keys collected last and, with an applier, waits
-// for it; it returns the error of the batch that failed, if one did.
-func (b *bulk) applyRest() error {
+// for it. It returns the run's error: the error of the batch that failed,
+// if one did, joined before runErr (why the reading stopped), as a run
+// without an applier reports them. But if that batch was handed over
+// before the reading stopped, the reading went on past it only because
+// the applier was behind: a run without one would have stopped at the
+// batch and never read on, so its error is the run's alone.
+func (b *bulk) applyRest(runErr error) error {
 	if b.pipe == nil {
-		return b.apply(b.batch)
+		return joinFirst(b.apply(b.batch), runErr)
 	}
-	if len(b.batch.ids) > 0 && !b.pipe.stopped.Load() {
-		b.pipe.work <- b.batch
+	p := b.pipe
+	before := p.sent
+	if len(b.batch.ids) > 0 && !p.stopped.Load() {
+		p.work <- b.batch
+		p.sent++
 	}
-	close(b.pipe.work)
-	<-b.pipe.done
-	return b.pipe.err
+	close(p.work)
+	<-p.done
+	if p.err != nil && p.failedAt < before {
+		return p.err // (runErr may be errApplierStopped: the reading saw it)
+	}
+	return joinFirst(p.err, runErr)
 }
 
 // batch holds the keys collected for one AddBatch or RemoveBatch.

@@ -123,3 +123,36 @@ func TestAddExclusive(t *testing.T) {
 		t.Fatalf("add beside an exclusive writer: exit %d, stderr %q; want a lock timeout", r.code, r.stderr)
 	}
 }
+
+// When a batch fails, the run reports its key alone, even if the reading
+// went on past it while the batch was applied (add --from reads the next
+// batch meanwhile): here line 4200, early in the second batch, cannot be
+// parsed, and the reading gets there long before the first batch reaches
+// its failing key at line 4000; a run that applied each batch before
+// reading on would never have read line 4200.
+func TestBulkFailureHidesLaterLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var in strings.Builder
+	for i := 1; i <= 12000; i++ {
+		switch i {
+		case 4000:
+			fmt.Fprintf(&in, "k%d\t%d\n", i, uint64(1)<<63)
+		case 4200:
+			fmt.Fprintf(&in, "k%d\tnot-a-number\n", i)
+		default:
+			fmt.Fprintf(&in, "k%d\t%d\n", i, i)
+		}
+	}
+	for range 5 {
+		r := cli(t, in.String(), "add", path, "--from", "-", "--exclusive")
+		if r.code != exitFail || !strings.Contains(r.stderr, "line 4000:") {
+			t.Fatalf("exit %d, stderr %s; want the failure at line 4000", r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, ":4200") || strings.Contains(r.stderr, "line 4200") {
+			t.Fatalf("stderr names line 4200, which a run stopping at line 4000 never reads:\n%s", r.stderr)
+		}
+	}
+}
