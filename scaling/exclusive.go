@@ -13,11 +13,12 @@ import (
 // Every modification of a shared handle is a chain of locked instructions:
 // a compare-and-swap per counter word, and the bookkeeping that lets other
 // goroutines and processes write beside it (guards, the record claim, the
-// admission, the item count, the id range). Each one waits for the stores
-// before it, so one operation's cache miss cannot overlap the next one's,
-// and together they are most of an Add (docs/PERFORMANCE.md, "Where a
-// single Add and Remove go"). An exclusive handle is the file's only
-// writer while it is open, so none of that is needed:
+// admission, the item count, the id range); and the swaps need a snapshot
+// of the key's whole block, computed before any word changes. Together
+// they are most of an Add (docs/PERFORMANCE.md, "Where a single Add and
+// Remove go", "Exclusive writer": the snapshot more than the swaps). An
+// exclusive handle is the file's only writer while it is open, so none
+// of that is needed:
 //
 //   - Across processes and handles it holds the file as a rewrite does
 //     (replace.go): the growth and flush locks, and the replaced word at
@@ -31,8 +32,9 @@ import (
 //     one mutex (wmu): two locked instructions per operation in place of
 //     a dozen or more, and none between the key's prefetch and its
 //     counters.
-//   - Under wmu the counters are stored, not compared and swapped
-//     (counting4.SetExclusive); the record is the handle's first, written
+//   - Under wmu the counters are stored, not compared and swapped, one
+//     read-modify-write per position (counting4.SetExclusive; a Remove
+//     decides before its first store); the record is the handle's first, written
 //     with ordered plain stores, as is its op word (the Dekker handshakes
 //     it takes part in, with Flush, RetireBefore and Freeze, are with
 //     holders of wmu or of the locks this handle holds); admission is a
