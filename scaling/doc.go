@@ -187,7 +187,7 @@
 //     go on) and keeps it so until Close. Its own modifications, Flush and
 //     RetireBefore run one at a time under a mutex, so its counters are
 //     plain stores (one record step per position, so a kill is repaired
-//     exactly) and its bookkeeping has no locked instruction: in the
+//     exactly) and its bookkeeping needs no other locked instruction: in the
 //     original's configuration its Add and Remove take 70-85 % of a shared
 //     handle's time, and its AddBatch 60-75 % (docs/PERFORMANCE.md,
 //     "Exclusive writer"). If its process dies, the next writer that takes
