@@ -25,19 +25,24 @@ const (
 func permKey(w, i int) []byte { return []byte(fmt.Sprintf("perm-%d-%08d", w, i)) }
 
 func childReaderWriter() error {
-	mk, f, err := childStart("MARK")
+	mk, err := childproc.MapShm(children.Env("MARK"), childproc.CtlWords, false)
+	if err != nil {
+		return err
+	}
+	gos := children.EnvInt("GOS") // goroutines; the streams are p*gos+g
+	f, err := Open(children.Env("PATH"), &OpenOptions{Exclusive: children.EnvInt("EXCL") == 1, LockTimeout: time.Minute})
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	p, n := children.EnvInt("PROC"), children.EnvInt("KEYS")
-	errc := make(chan error, 2)
+	errc := make(chan error, gos)
 	var wg sync.WaitGroup
-	for g := 0; g < 2; g++ {
+	for g := 0; g < gos; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := p*2 + g
+			w := p*gos + g
 			for i := 0; i < n; i++ {
 				id := uint64(i*readerStreams+w) * 2
 				if err := f.Add(permKey(w, i), id); err != nil {
@@ -139,9 +144,17 @@ func childReader() error {
 
 // TestMPReaders: a read-only process calling Contains while two writer
 // processes add (and churn scratch keys) and the chain grows never misses a
-// key whose Add returned before the lookup began.
+// key whose Add returned before the lookup began; nor while one exclusive
+// writer process (OpenOptions.Exclusive: plain stores, Removes that decide
+// first) does the same from four goroutines.
 func TestMPReaders(t *testing.T) {
 	requireFiles(t)
+	for _, excl := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) { mpReaders(t, excl) })
+	}
+}
+
+func mpReaders(t *testing.T, excl bool) {
 	keys := 25_000
 	if testing.Short() {
 		keys = 6_000
@@ -155,10 +168,15 @@ func TestMPReaders(t *testing.T) {
 	// The writers start once the reader has opened the file: an Open racing
 	// a writer's first dirty mark is TestMPOpenDuringFirstMark's matter.
 	childproc.Await(t, reader, func() bool { return mk.Load(readerOpenedWord) != 0 })
+	procs, gos, ex := 2, 2, 0
+	if excl {
+		procs, gos, ex = 1, 4, 1
+	}
 	var writers []*childproc.Proc
-	for p := 0; p < 2; p++ {
+	for p := 0; p < procs; p++ {
 		writers = append(writers, children.Start(t, fmt.Sprintf("writer-%d", p), "rwriter",
-			childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("PROC", p), childproc.KV("KEYS", keys)))
+			childproc.KV("PATH", path), childproc.KV("MARK", mk.Name()), childproc.KV("PROC", p), childproc.KV("KEYS", keys),
+			childproc.KV("GOS", gos), childproc.KV("EXCL", ex)))
 	}
 	childproc.WaitAll(t, nil, writers, 5*time.Minute)
 	mk.Store(writersDoneWord, 1)
