@@ -279,8 +279,9 @@ func exclusiveRound(t *testing.T, control bool) bool {
 	return !sameWords(counterWords(sh), counterWords(ref))
 }
 
-// A second exclusive handle, and any writer whose LockTimeout runs out, are
-// told why; read-only and 1.2 files are refused; a handle that closes lets
+// A second exclusive handle, a rewrite's freeze, and any writer whose
+// LockTimeout runs out are told why; a read-only Flush says ErrReadOnly
+// at once; read-only and 1.2 files are refused; a handle that closes lets
 // the next exclusive one in.
 func TestExclusiveRefusals(t *testing.T) {
 	requireFiles(t)
@@ -291,6 +292,20 @@ func TestExclusiveRefusals(t *testing.T) {
 	}
 	if _, err := Open(path, &OpenOptions{Exclusive: true, LockTimeout: 100 * time.Millisecond}); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a second exclusive handle: %v, want ErrBusy", err)
+	}
+	if !testing.Short() {
+		// A whole-file rewrite waits for the exclusive handle too (Freeze
+		// waits at least DefaultLockTimeout), and gives up with ErrBusy.
+		t0 := time.Now()
+		if fz, err := Freeze(path, 0); !errors.Is(err, ErrBusy) {
+			if err == nil {
+				fz.Abort()
+			}
+			t.Fatalf("a freeze beside an exclusive handle: %v, want ErrBusy", err)
+		}
+		if time.Since(t0) < DefaultLockTimeout {
+			t.Fatalf("the freeze gave up after %v, before its wait", time.Since(t0))
+		}
 	}
 	g, err := Open(path, &OpenOptions{LockTimeout: 100 * time.Millisecond})
 	if err != nil {
