@@ -38,3 +38,10 @@ func tryLock(int, int64, bool) error                { return ErrUnsupported }
 func unlock(int, int64) error                       { return ErrUnsupported }
 func heldElsewhere(int, int64) (bool, error)        { return false, ErrUnsupported }
 func bootID() (string, error)                       { return "", ErrUnsupported }
+
+func copySparse(dst, src *os.File, size int64) error {
+	if err := copyRange(dst, src, 0, size); err != nil {
+		return err
+	}
+	return dst.Truncate(size)
+}
