@@ -167,13 +167,15 @@ func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, err
 	if err := tmp.Truncate(0); err != nil {
 		return false, err
 	}
-	n, err := io.Copy(&offsetWriter{f: tmp}, io.NewSectionReader(in, 0, before.size))
-	if err != nil {
+	// Holes stay holes: a retired filter's blocks and an unused late-add
+	// index take no disk in the copy either.
+	if err := mmapfile.CopySparse(tmp, in, before.size); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, nil // shrank? never in this format, but do not trust it
+		}
 		return false, fmt.Errorf("copying %s: %w", in.Name(), err)
 	}
-	if n != before.size {
-		return false, nil // shrank? never in this format, but do not trust it
-	}
+	n := before.size
 	if err := step("backup copied"); err != nil {
 		return false, err
 	}
@@ -311,17 +313,4 @@ func inFlight(r io.ReaderAt) (bool, error) {
 		}
 	}
 	return false, nil
-}
-
-// offsetWriter writes sequentially with WriteAt so a truncated temporary
-// file is refilled from offset 0 on every attempt.
-type offsetWriter struct {
-	f   *os.File
-	off int64
-}
-
-func (w *offsetWriter) Write(p []byte) (int, error) {
-	n, err := w.f.WriteAt(p, w.off)
-	w.off += int64(n)
-	return n, err
 }

@@ -1,11 +1,14 @@
 package recover
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,5 +282,59 @@ func TestBackupInFlight(t *testing.T) {
 				t.Errorf("inFlight = %v, %v; want %v", got, err, tc.wantFlight)
 			}
 		})
+	}
+}
+
+// A backup takes no more disk than its source: the late-add indexes of a
+// grown chain are holes until used, and stay holes in the copy (it had
+// them written out as zeros before), while its bytes are the source's.
+func TestBackupKeepsHoles(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "s.dbl"), filepath.Join(dir, "copy.dbl")
+	f, err := scaling.Create(src, &scaling.Options{Capacity: 20_000, ErrorRate: 0.01, GrowthFactor: 1, BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 80_000 { // four filters, three of them with an index
+		if err := f.Add([]byte(fmt.Sprintf("k%d", i)), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot}); err != nil {
+		t.Fatal(err)
+	}
+	disk := func(path string) (size, used int64) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	size, srcUsed := disk(src)
+	dstSize, dstUsed := disk(dst)
+	if srcUsed >= size {
+		t.Fatalf("the source has no holes (%d bytes, %d on disk): the test shows nothing", size, srcUsed)
+	}
+	if dstSize != size || dstUsed > srcUsed+64<<10 {
+		t.Errorf("the copy is %d bytes, %d on disk; the source %d bytes, %d on disk", dstSize, dstUsed, size, srcUsed)
+	}
+	a, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The copy differs from the source only in its writer slots' owner words.
+	for s := range header.NumSlots {
+		off := header.SlotOffset(s) + header.SlotOwnerOffset
+		copy(a[off:off+8], b[off:off+8])
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("the copy's bytes differ from the source's")
 	}
 }

@@ -331,7 +331,7 @@ func keepBackup(f *os.File, path, backup string, size int64, frozen bool) error 
 		if st, err := f.Stat(); err == nil {
 			c.Chmod(st.Mode().Perm())
 		}
-		_, err = io.Copy(c, io.NewSectionReader(f, 0, size))
+		err = mmapfile.CopySparse(c, f, size) // (holes stay holes)
 		if err == nil && frozen && size >= header.ReplacedOffset+8 {
 			_, err = c.WriteAt(make([]byte, 8), header.ReplacedOffset)
 		}
