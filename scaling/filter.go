@@ -668,6 +668,31 @@ func (f *Filter) shutdown() {
 	}
 }
 
+// startOp begins a modification so that Close waits for it, and fails
+// once the Filter is closed: it takes wmu on an exclusive handle (one
+// modification at a time; shutdown takes wmu after it sets closed), and
+// registers a guard (enter) on a shared one, which it returns. endOp ends
+// it.
+func (f *Filter) startOp(h uint64) (*guard, error) {
+	if !f.excl {
+		return f.enter(h)
+	}
+	f.wmu.Lock()
+	if f.closed.Load() {
+		f.wmu.Unlock()
+		return nil, ErrClosed
+	}
+	return nil, nil
+}
+
+func (f *Filter) endOp(g *guard) {
+	if g == nil {
+		f.wmu.Unlock()
+		return
+	}
+	g.n.Add(-1)
+}
+
 // enter registers an operation so that Close waits for it; it fails once
 // the Filter is closed.
 func (f *Filter) enter(h uint64) (*guard, error) {

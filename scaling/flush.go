@@ -39,9 +39,6 @@ func (f *Filter) flush() error {
 	if f.closed.Load() {
 		return ErrClosed
 	}
-	if f.ro {
-		return ErrReadOnly
-	}
 	if f.syncFailed.Load() {
 		return ErrSyncFailed
 	}

@@ -71,19 +71,11 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 	if err != nil {
 		return err
 	}
-	if f.excl {
-		f.wmu.Lock() // the whole batch (see modifyOnce)
-		defer f.wmu.Unlock()
-		if f.closed.Load() {
-			return ErrClosed
-		}
-	} else {
-		g, err := f.enter(0) // one registration for the batch: Close waits for it
-		if err != nil {
-			return err
-		}
-		defer g.n.Add(-1)
+	g, err := f.startOp(0) // one for the whole batch
+	if err != nil {
+		return err
 	}
+	defer f.endOp(g)
 	var ring [modifyAhead]hashes
 	n := len(keys)
 	for j := range min(n, modifyAhead) {

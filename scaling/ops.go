@@ -132,21 +132,11 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
-	if f.excl {
-		// One modification at a time; Close waits for it on wmu (see
-		// exclusive.go).
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-		if f.closed.Load() {
-			return ErrClosed
-		}
-	} else {
-		g, err := f.enter(h.native)
-		if err != nil {
-			return err
-		}
-		defer g.n.Add(-1)
+	g, err := f.startOp(h.native)
+	if err != nil {
+		return err
 	}
+	defer f.endOp(g)
 	if c, err = f.current(); err != nil {
 		return err
 	}
