@@ -394,11 +394,19 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 // widens) it may be behind: its range is open-ended, from the smaller of its
 // first id and the line's. An older filter's range was sealed when the next
 // filter was appended (its line is synced before that one changes); if the
-// line is garbage, the directory's first ids bound it.
+// line is garbage, the directory's first ids bound it. A first id above
+// the largest id (which no library writes: a damaged directory entry)
+// bounds nothing: the range starts at 0, so no key of the filter is left
+// out (keys of older filters may come back into it too, which costs
+// accuracy, not keys).
 func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 	fi := &a.filters[i]
+	first := fi.desc.FirstID
+	if first > header.MaxID {
+		first = 0
+	}
 	if i == len(a.filters)-1 {
-		lo = fi.desc.FirstID
+		lo = first
 		if fi.lineOK && fi.minID <= fi.maxID {
 			lo = min(lo, fi.minID)
 		}
@@ -410,8 +418,8 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 		}
 		return fi.minID, fi.maxID, true
 	}
-	lo = fi.desc.FirstID
-	if next := a.filters[i+1].desc.FirstID; next > lo {
+	lo = first
+	if next := a.filters[i+1].desc.FirstID; next > lo && next <= header.MaxID {
 		return lo, next - 1, true
 	}
 	return lo, header.MaxID, true
