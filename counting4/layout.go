@@ -91,6 +91,12 @@ func (l Layout) Positions(h, counters uint64, k int, pos []uint64) {
 // the same positions (containsBlock).
 func blockedPositions(h, counters uint64, k int, pos []uint64, w uint, per int) {
 	base, s := blockStart(h, counters, w)
+	walkPositions(base, s, k, pos, w, per)
+}
+
+// walkPositions writes the k positions of block base and state s (see
+// blockedPositions) into pos.
+func walkPositions(base, s uint64, k int, pos []uint64, w uint, per int) {
 	for j := 0; ; s = header.Fmix64(s ^ golden) { // re-mix the state, not the spent x
 		x := s
 		for end := min(j+per, k); j < end; j++ {

@@ -240,10 +240,20 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 // cost more than the swaps in a single writer: docs/PERFORMANCE.md,
 // "Exclusive writer").
 func (f *Filter) addExcl(p Probe, rec *Record) {
+	if f.k <= smallK {
+		var pos [smallK]uint64 // not MaxK: zeroing 512 bytes per key costs more than the rest of the setup
+		f.probePositions(p, pos[:f.k])
+		f.addExclAt(pos[:f.k], rec)
+		return
+	}
 	var pos [MaxK]uint64
-	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	f.probePositions(p, pos[:f.k])
+	f.addExclAt(pos[:f.k], rec)
+}
+
+func (f *Filter) addExclAt(pos []uint64, rec *Record) {
 	w := f.words
-	for j, c := range pos[:f.k] {
+	for j, c := range pos {
 		i, sh := c>>4, c&15*4
 		old := atomic.LoadUint64(&w[i])
 		if old>>sh&15 == 15 {
@@ -258,6 +268,21 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 	rec.doubt(0)
 }
 
+// smallK is the largest k whose positions addExcl and removeExcl keep in a
+// short array (every layout's default k is below it).
+const smallK = 16
+
+// probePositions writes the key's positions into pos (len k): those of
+// Positions(p.h), taken from the probe's block and state where the layout
+// is blocked instead of deriving them again.
+func (f *Filter) probePositions(p Probe, pos []uint64) {
+	if w, per := f.layout.chunks(); w != 0 {
+		walkPositions(p.base, p.s, f.k, pos, w, per)
+		return
+	}
+	f.layout.Positions(p.h, f.counters, f.k, pos)
+}
+
 // removeExcl is RemoveProbe for a filter with one writer (see addExcl).
 // It decides before its first store, as removeBlock does: every counter
 // not saturated must hold at least one count per position of the key that
@@ -267,10 +292,19 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 // for a moment: a lookup of a present key could miss it meanwhile.)
 // Nothing else writes, so the check stays true while the stores follow.
 func (f *Filter) removeExcl(p Probe, rec *Record) bool {
+	if f.k <= smallK {
+		var pos [smallK]uint64
+		f.probePositions(p, pos[:f.k])
+		return f.removeExclAt(pos[:f.k], rec)
+	}
 	var pos [MaxK]uint64
-	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	f.probePositions(p, pos[:f.k])
+	return f.removeExclAt(pos[:f.k], rec)
+}
+
+func (f *Filter) removeExclAt(pos []uint64, rec *Record) bool {
 	w := f.words
-	for j, c := range pos[:f.k] {
+	for j, c := range pos {
 		v := atomic.LoadUint64(&w[c>>4]) >> (c & 15 * 4) & 15
 		if v == 15 {
 			continue // saturated: stays
@@ -285,7 +319,7 @@ func (f *Filter) removeExcl(p Probe, rec *Record) bool {
 			return false
 		}
 	}
-	for j, c := range pos[:f.k] {
+	for j, c := range pos {
 		i, sh := c>>4, c&15*4
 		old := atomic.LoadUint64(&w[i])
 		if old>>sh&15 == 15 {
