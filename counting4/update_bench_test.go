@@ -46,3 +46,45 @@ func BenchmarkUpdate(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBlockAddFloor is the memory side of a bulk Add: keys' probes
+// prepared in advance, each block prefetched 16 keys before it is changed,
+// on a Blocked1024 filter of 74 MB (the 10M-key file's size, on the heap).
+// "floor" increments the key's k = 8 nibbles with plain adds and no record;
+// "exclusive" is AddProbe on an exclusive filter (a record step per
+// position). Neither hashes, routes or claims a record: what an AddBatch
+// key costs beyond "exclusive" is the scaling package's work
+// (docs/PERFORMANCE.md, "Exclusive writer"). ns/op is per key.
+//
+//	go test ./counting4 -run '^$' -bench BlockAddFloor -benchtime 10000000x
+func BenchmarkBlockAddFloor(b *testing.B) {
+	const ahead = 16
+	f := newFilter(b, Blocked1024, 74<<20*2, 8)
+	f.SetExclusive(true)
+	s := splitmix64(5)
+	ps := make([]Probe, 1<<20)
+	for i := range ps {
+		ps[i] = f.Prepare(s.next())
+	}
+	var pos [smallK]uint64
+	b.Run("floor", func(b *testing.B) {
+		w := f.words
+		for i := 0; i < b.N; i++ {
+			f.PrefetchProbe(ps[(i+ahead)&(len(ps)-1)])
+			p := ps[i&(len(ps)-1)]
+			walkPositions(p.base, p.s, 8, pos[:8], 8, 8)
+			for _, c := range pos[:8] {
+				w[c>>4] += 1 << (c & 15 * 4) // overflows into the next nibble at times: a floor, not a filter
+			}
+		}
+	})
+	var r recWords
+	rec := r.rec()
+	b.Run("exclusive", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			f.PrefetchProbe(ps[(i+ahead)&(len(ps)-1)])
+			f.AddProbe(ps[i&(len(ps)-1)], rec)
+			r.changed = 0
+		}
+	})
+}
