@@ -251,6 +251,7 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 	f.addExclAt(pos[:f.k], rec)
 }
 
+// addExclAt is addExcl for the key's positions pos.
 func (f *Filter) addExclAt(pos []uint64, rec *Record) {
 	w := f.words
 	for j, c := range pos {
@@ -269,7 +270,8 @@ func (f *Filter) addExclAt(pos []uint64, rec *Record) {
 }
 
 // smallK is the largest k whose positions addExcl and removeExcl keep in a
-// short array (every layout's default k is below it).
+// short array (Size picks k = 6 to 13 for error rates of 1 % to 0.01 %);
+// a larger k takes a MaxK array.
 const smallK = 16
 
 // probePositions writes the key's positions into pos (len k): those of
@@ -302,6 +304,7 @@ func (f *Filter) removeExcl(p Probe, rec *Record) bool {
 	return f.removeExclAt(pos[:f.k], rec)
 }
 
+// removeExclAt is removeExcl for the key's positions pos.
 func (f *Filter) removeExclAt(pos []uint64, rec *Record) bool {
 	w := f.words
 	for j, c := range pos {

@@ -71,8 +71,7 @@ func BenchmarkBlockAddFloor(b *testing.B) {
 		w := f.words
 		for i := 0; i < b.N; i++ {
 			f.PrefetchProbe(ps[(i+ahead)&(len(ps)-1)])
-			p := ps[i&(len(ps)-1)]
-			walkPositions(p.base, p.s, 8, pos[:8], 8, 8)
+			f.probePositions(ps[i&(len(ps)-1)], pos[:8])
 			for _, c := range pos[:8] {
 				w[c>>4] += 1 << (c & 15 * 4) // overflows into the next nibble at times: a floor, not a filter
 			}
