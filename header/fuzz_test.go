@@ -60,14 +60,23 @@ func checkDecodeResult(t *testing.T, b []byte, fileSize int64) {
 	if m.Major != VersionMajor || m.Flags&^KnownFlags != 0 || len(m.Filters) > MaxFilters {
 		t.Fatalf("Decode accepted major %d flags %#x filters %d", m.Major, m.Flags, len(m.Filters))
 	}
-	end := int64(DataOffset)
+	// Without FlagRing the filters follow one another from DataOffset; with
+	// it they may lie anywhere after it, but never overlap.
+	ring := m.Flags&FlagRing != 0
+	end, prevEnd := int64(DataOffset), int64(DataOffset)
 	for i, f := range m.Filters {
-		if f.Offset != end || f.Offset%PageSize != 0 || f.Length <= 0 || f.Length%PageSize != 0 {
-			t.Fatalf("filter %d: offset %d length %d (previous end %d)", i, f.Offset, f.Length, end)
+		if !ring && f.Offset != prevEnd || f.Offset < DataOffset || f.Offset%PageSize != 0 || f.Length <= 0 || f.Length%PageSize != 0 {
+			t.Fatalf("filter %d: offset %d length %d (previous end %d, ring %v)", i, f.Offset, f.Length, prevEnd, ring)
 		}
-		end = f.Offset + f.Length
-		if end > MaxFileSize || (fileSize >= 0 && end > fileSize) {
-			t.Fatalf("filter %d ends at %d, file %d", i, end, fileSize)
+		for j, g := range m.Filters[:i] {
+			if f.Offset < g.Offset+g.Length && g.Offset < f.Offset+f.Length {
+				t.Fatalf("filter %d [%d, +%d) overlaps filter %d [%d, +%d)", i, f.Offset, f.Length, j, g.Offset, g.Length)
+			}
+		}
+		prevEnd = f.Offset + f.Length
+		end = max(end, prevEnd)
+		if prevEnd > MaxFileSize || (fileSize >= 0 && prevEnd > fileSize) {
+			t.Fatalf("filter %d ends at %d, file %d", i, prevEnd, fileSize)
 		}
 		if f.K < 1 || f.K > MaxK || f.Capacity == 0 || !(f.ErrorRate > 0 && f.ErrorRate < 1) ||
 			f.Counters == 0 || f.Counters > 2*uint64(f.Length) {
