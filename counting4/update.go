@@ -239,20 +239,26 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 // (the snapshot and per-word grouping of AddProbe's compare-and-swaps
 // cost more than the swaps in a single writer: docs/PERFORMANCE.md,
 // "Exclusive writer").
-func (f *Filter) addExcl(p Probe, rec *Record) {
+func (f *Filter) addExcl(p Probe, rec *Record) { f.updateExcl(p, 1, rec) }
+
+// updateExcl adds dir (1, or ^0 for -1) to each of the key's counters
+// that is not saturated, a record step per position (addExcl); for a
+// Remove (dir ^0) only if every counter holds the key (removeExcl).
+func (f *Filter) updateExcl(p Probe, dir uint64, rec *Record) bool {
 	if f.k <= smallK {
 		var pos [smallK]uint64 // not MaxK: zeroing 512 bytes per key costs more than the rest of the setup
-		f.probePositions(p, pos[:f.k])
-		f.addExclAt(pos[:f.k], rec)
-		return
+		return f.updateExclAt(p, pos[:f.k], dir, rec)
 	}
 	var pos [MaxK]uint64
-	f.probePositions(p, pos[:f.k])
-	f.addExclAt(pos[:f.k], rec)
+	return f.updateExclAt(p, pos[:f.k], dir, rec)
 }
 
-// addExclAt is addExcl for the key's positions pos.
-func (f *Filter) addExclAt(pos []uint64, rec *Record) {
+// updateExclAt is updateExcl with pos (len k) to hold the key's positions.
+func (f *Filter) updateExclAt(p Probe, pos []uint64, dir uint64, rec *Record) bool {
+	f.probePositions(p, pos)
+	if dir != 1 && !f.holdsExcl(pos) {
+		return false
+	}
 	w := f.words
 	for j, c := range pos {
 		i, sh := c>>4, c&15*4
@@ -260,13 +266,14 @@ func (f *Filter) addExclAt(pos []uint64, rec *Record) {
 		if old>>sh&15 == 15 {
 			continue // saturated: stays
 		}
-		nw := old + 1<<sh
+		nw := old + dir<<sh // dir ^0: old - 1<<sh (modulo 2^64), the counter is not 0
 		rec.evidence(i, nw)
 		rec.doubt(1 << j)
 		StoreOrdered(&w[i], nw)
 		rec.set(1 << j)
 	}
 	rec.doubt(0)
+	return true
 }
 
 // smallK is the largest k whose positions addExcl and removeExcl keep in a
@@ -293,19 +300,11 @@ func (f *Filter) probePositions(p Probe, pos []uint64) {
 // whose positions share a counter holding 1, take that counter to zero
 // for a moment: a lookup of a present key could miss it meanwhile.)
 // Nothing else writes, so the check stays true while the stores follow.
-func (f *Filter) removeExcl(p Probe, rec *Record) bool {
-	if f.k <= smallK {
-		var pos [smallK]uint64
-		f.probePositions(p, pos[:f.k])
-		return f.removeExclAt(pos[:f.k], rec)
-	}
-	var pos [MaxK]uint64
-	f.probePositions(p, pos[:f.k])
-	return f.removeExclAt(pos[:f.k], rec)
-}
+func (f *Filter) removeExcl(p Probe, rec *Record) bool { return f.updateExcl(p, ^uint64(0), rec) }
 
-// removeExclAt is removeExcl for the key's positions pos.
-func (f *Filter) removeExclAt(pos []uint64, rec *Record) bool {
+// holdsExcl reports whether the counters at pos hold a key: every one not
+// saturated holds at least one count per position of the key on it.
+func (f *Filter) holdsExcl(pos []uint64) bool {
 	w := f.words
 	for j, c := range pos {
 		v := atomic.LoadUint64(&w[c>>4]) >> (c & 15 * 4) & 15
@@ -322,18 +321,5 @@ func (f *Filter) removeExclAt(pos []uint64, rec *Record) bool {
 			return false
 		}
 	}
-	for j, c := range pos {
-		i, sh := c>>4, c&15*4
-		old := atomic.LoadUint64(&w[i])
-		if old>>sh&15 == 15 {
-			continue
-		}
-		nw := old - 1<<sh
-		rec.evidence(i, nw)
-		rec.doubt(1 << j)
-		StoreOrdered(&w[i], nw)
-		rec.set(1 << j)
-	}
-	rec.doubt(0)
 	return true
 }
