@@ -189,19 +189,14 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 		return nil
 	}
 	if from == "-" {
-		return a.scanItems(ctx, a.stdin, "stdin", verb, 0, fn)
+		return a.scanLines(ctx, a.stdin, "stdin", verb, 0, fn)
 	}
-	return a.scanFileItems(ctx, from, verb, fn)
+	return a.scanFile(ctx, from, verb, fn)
 }
 
 // scanFile is scanLines over the file at path, with the progress bar over
 // its size when it is a regular file.
-func (a *app) scanFile(ctx context.Context, path, label string, fn func(line int, key []byte, id uint64, hasID bool) error) error {
-	return a.scanFileItems(ctx, path, label, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
-}
-
-// scanFileItems is scanFile with fn taking an item.
-func (a *app) scanFileItems(ctx context.Context, path, label string, fn func(it item) error) error {
+func (a *app) scanFile(ctx context.Context, path, label string, fn func(it item) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -211,20 +206,29 @@ func (a *app) scanFileItems(ctx context.Context, path, label string, fn func(it 
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		total = st.Size()
 	}
-	return a.scanItems(ctx, f, path, label, total, fn)
+	return a.scanLines(ctx, f, path, label, total, fn)
 }
 
-// scanLines calls fn for every non-empty KEY or KEY<TAB>ID line of r (named
+// scanRange calls add with the key and id of every KEY<TAB>ID line of the
+// file at path whose id is in [first, last] (a recover.Source's pass); a
+// line with no id is an input error, which names flag.
+func (a *app) scanRange(ctx context.Context, path, label, flag string, first, last uint64, add func(key []byte, id uint64) error) error {
+	return a.scanFile(ctx, path, label, func(it item) error {
+		if !it.hasID {
+			return &inputError{name: path, line: it.line, msg: "no id: " + flag + " needs KEY<TAB>ID lines"}
+		}
+		if it.id < first || it.id > last {
+			return nil
+		}
+		return add(it.key, it.id)
+	})
+}
+
+// scanLines calls fn with every non-empty KEY or KEY<TAB>ID line of r, as an item (named
 // name in errors), with a progress bar labelled label over total bytes
 // (when bars are on). It stops between two lines when ctx is cancelled and
 // returns ctx's error. The key slice is valid only during the call.
-func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(line int, key []byte, id uint64, hasID bool) error) error {
-	return a.scanItems(ctx, r, name, label, total, func(it item) error { return fn(it.line, it.key, it.id, it.hasID) })
-}
-
-// scanItems is scanLines with fn taking an item: forEachItem's callback
-// is called directly, one indirect call per line.
-func (a *app) scanItems(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
+func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
 	bar := a.newBar(label, total)
 	if bar != nil {
 		defer bar.Finish()

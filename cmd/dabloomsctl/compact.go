@@ -134,14 +134,6 @@ func (a *app) compactSource(ctx context.Context, path string) recover.Source {
 	pass := 0
 	return func(first, last uint64, add func(key []byte, id uint64) error) error {
 		pass++
-		return a.scanFile(ctx, path, fmt.Sprintf("compact, pass %d", pass), func(line int, key []byte, id uint64, hasID bool) error {
-			if !hasID {
-				return &inputError{name: path, line: line, msg: "no id: compact --from needs KEY<TAB>ID lines"}
-			}
-			if id < first || id > last {
-				return nil
-			}
-			return add(key, id)
-		})
+		return a.scanRange(ctx, path, fmt.Sprintf("compact, pass %d", pass), "compact --from", first, last, add)
 	}
 }

@@ -207,13 +207,7 @@ func (a *app) lineSource(ctx context.Context, path string, n *uint64) recover.So
 		if last == math.MaxUint64 {
 			label = fmt.Sprintf("rebuild ids %d..", first)
 		}
-		return a.scanFile(ctx, path, label, func(line int, key []byte, id uint64, hasID bool) error {
-			if !hasID {
-				return &inputError{name: path, line: line, msg: "no id: --rebuild-from needs KEY<TAB>ID lines"}
-			}
-			if id < first || id > last {
-				return nil
-			}
+		return a.scanRange(ctx, path, label, "--rebuild-from", first, last, func(key []byte, id uint64) error {
 			if err := add(key, id); err != nil {
 				return err
 			}

@@ -35,8 +35,8 @@ func BenchmarkScanLines(b *testing.B) {
 	var sum uint64
 	b.SetBytes(int64(len(in)))
 	for b.Loop() {
-		err := a.scanLines(ctx, bytes.NewReader(in), "in", "", 0, func(line int, key []byte, id uint64, hasID bool) error {
-			sum += id + uint64(len(key))
+		err := a.scanLines(ctx, bytes.NewReader(in), "in", "", 0, func(it item) error {
+			sum += it.id + uint64(len(it.key))
 			return nil
 		})
 		if err != nil {
