@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/scaling"
@@ -27,57 +26,41 @@ import (
 // bytes = Stats().FileSize: the size of the file, or of the memory region
 // for NewMemory, header included.
 
-var oursFileSpec = spec{
-	id:              "ours-file",
-	desc:            "this project, file-backed: scaling.Create, Capacity n, ErrorRate 0.01",
-	new:             func(c buildConfig) (system, error) { return newOurs("ours-file", c, true, false) },
-	concurrentWrite: true,
-	concurrentRead:  true,
-	canRemove:       true,
+// ours is one configuration of this project's store in the comparison.
+type ours struct {
+	id, desc string
+	memory   bool // scaling.NewMemory rather than a file
+	original bool // the C original's configuration
+	excl     bool // Options.Exclusive
+	batch    bool // timed through AddBatch, ContainsBatch and RemoveBatch (single goroutine)
 }
 
-var oursMemSpec = spec{
-	id:              "ours-mem",
-	desc:            "this project, in memory: scaling.NewMemory, Capacity n, ErrorRate 0.01",
-	new:             func(c buildConfig) (system, error) { return newOurs("ours-mem", c, false, false) },
-	concurrentWrite: true,
-	concurrentRead:  true,
-	canRemove:       true,
+func (o ours) spec() spec {
+	return spec{
+		id:              o.id,
+		desc:            o.desc,
+		new:             func(c buildConfig) (system, error) { return newOurs(o, c) },
+		concurrentWrite: !o.batch,
+		concurrentRead:  !o.batch,
+		canRemove:       true,
+		singleOnly:      o.batch,
+	}
 }
 
-var oursOriginalSpec = spec{
-	id:              "ours-original",
-	desc:            "this project, file-backed, original's configuration: Capacity 1e6, ErrorRate 0.01, GrowthFactor 1, TighteningRatio 0.5",
-	new:             func(c buildConfig) (system, error) { return newOurs("ours-original", c, true, true) },
-	concurrentWrite: true,
-	concurrentRead:  true,
-	canRemove:       true,
-}
-
-var oursOriginalExclSpec = spec{
-	id:              "ours-original-excl",
-	desc:            "ours-original with Options.Exclusive: the file's only writer, plain stores (modifications one at a time)",
-	new:             func(c buildConfig) (system, error) { return newOurs("ours-original-excl", c, true, true) },
-	concurrentWrite: true,
-	concurrentRead:  true,
-	canRemove:       true,
-}
-
-var oursBatchSpec = spec{
-	id:         "ours-batch",
-	desc:       "ours-file through AddBatch, ContainsBatch and RemoveBatch, 4096 keys per call",
-	new:        func(c buildConfig) (system, error) { return newOurs("ours-batch", c, true, false) },
-	canRemove:  true,
-	singleOnly: true,
-}
-
-var oursExclBatchSpec = spec{
-	id:         "ours-excl-batch",
-	desc:       "ours-batch with Options.Exclusive (the file's only writer)",
-	new:        func(c buildConfig) (system, error) { return newOurs("ours-excl-batch", c, true, false) },
-	canRemove:  true,
-	singleOnly: true,
-}
+var (
+	oursFileSpec = ours{id: "ours-file",
+		desc: "this project, file-backed: scaling.Create, Capacity n, ErrorRate 0.01"}.spec()
+	oursMemSpec = ours{id: "ours-mem", memory: true,
+		desc: "this project, in memory: scaling.NewMemory, Capacity n, ErrorRate 0.01"}.spec()
+	oursOriginalSpec = ours{id: "ours-original", original: true,
+		desc: "this project, file-backed, original's configuration: Capacity 1e6, ErrorRate 0.01, GrowthFactor 1, TighteningRatio 0.5"}.spec()
+	oursOriginalExclSpec = ours{id: "ours-original-excl", original: true, excl: true,
+		desc: "ours-original with Options.Exclusive: the file's only writer, plain stores (modifications one at a time)"}.spec()
+	oursBatchSpec = ours{id: "ours-batch", batch: true,
+		desc: "ours-file through AddBatch, ContainsBatch and RemoveBatch, 4096 keys per call"}.spec()
+	oursExclBatchSpec = ours{id: "ours-excl-batch", excl: true, batch: true,
+		desc: "ours-batch with Options.Exclusive (the file's only writer)"}.spec()
+)
 
 type oursSystem struct {
 	path string // "" for memory
@@ -87,25 +70,24 @@ type oursSystem struct {
 // layouts maps -layout to a counter layout; "" is the library's default.
 var layouts = map[string]counting4.Layout{"": 0, "blocked512": counting4.Blocked512, "blocked1024": counting4.Blocked1024, "classic": counting4.Classic}
 
-func newOurs(label string, c buildConfig, file, original bool) (system, error) {
-	opts := &scaling.Options{Capacity: uint64(c.n), ErrorRate: 0.01, Layout: layouts[c.layout]} // parseFlags checked the name
-	if original {
+func newOurs(o ours, c buildConfig) (system, error) {
+	opts := &scaling.Options{Capacity: uint64(c.n), ErrorRate: 0.01, Layout: layouts[c.layout], Exclusive: o.excl} // parseFlags checked the name
+	if o.original {
 		opts.Capacity, opts.GrowthFactor, opts.TighteningRatio = 1_000_000, 1, 0.5
 	}
-	opts.Exclusive = strings.Contains(label, "-excl")
 	s := &oursSystem{}
 	var err error
-	if file {
-		s.path = filepath.Join(c.dir, fmt.Sprintf("%s-%d.dablooms", label, c.rep))
+	if o.memory {
+		s.f, err = scaling.NewMemory(opts)
+	} else {
+		s.path = filepath.Join(c.dir, fmt.Sprintf("%s-%d.dablooms", o.id, c.rep))
 		_ = os.Remove(s.path)
 		s.f, err = scaling.Create(s.path, opts)
-	} else {
-		s.f, err = scaling.NewMemory(opts)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasSuffix(label, "-batch") {
+	if o.batch {
 		return oursBatch{s}, nil
 	}
 	return s, nil
