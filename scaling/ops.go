@@ -504,18 +504,18 @@ func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
 // the range would have to grow and the filter is sealed.
 func widen(m *member, id uint64) bool {
 	if m.excl {
-		// Nobody else widens or seals it.
-		v := atomic.LoadUint64(m.maxID)
-		if id > v&header.MaxID {
-			if v&header.Sealed != 0 {
-				return false
-			}
+		// Nobody else widens or seals it: one read of each word.
+		v, lo := atomic.LoadUint64(m.maxID), atomic.LoadUint64(m.minID)
+		hi := v & header.MaxID
+		switch {
+		case id >= lo && id <= hi:
+			return true
+		case v&header.Sealed != 0:
+			return false
+		case id > hi:
 			counting4.StoreOrdered(m.maxID, id)
 		}
-		if id < atomic.LoadUint64(m.minID) {
-			if atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
-				return false
-			}
+		if id < lo {
 			counting4.StoreOrdered(m.minID, id)
 		}
 		return true
