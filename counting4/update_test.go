@@ -65,6 +65,11 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 						if rc.changed != ra.changed || rc.doubt != 0 {
 							t.Fatalf("op %d (add %v): record At %+v, exclusive %+v", op, add, ra, rc)
 						}
+						// The exclusive evidence names the last store: that
+						// word now holds its new value.
+						if rc.word != 0 && (rc.word > uint64(len(c.Words())) || c.Words()[rc.word-1] != rc.nv) {
+							t.Fatalf("op %d (add %v): exclusive evidence %+v names no word holding its value", op, add, rc)
+						}
 						// The evidence of the last CAS: the same word and value
 						// when both made the same compare-and-swaps (a failed
 						// remove's undo, and AddAt's split groups for k > 17,
