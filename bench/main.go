@@ -343,6 +343,14 @@ func runOne(sp spec, cfg buildConfig, ks *keySet, g int) (smp sample) {
 		_, smp.addFail = timeStrided(1, len(ks.present), add)
 	}
 
+	if p, ok := s.(preparer); ok {
+		if err := p.prepare(); err != nil {
+			noteErr("prepare", err)
+			smp.aborted = true
+			return smp
+		}
+	}
+
 	// contains: present keys count misses (false negatives), absent keys
 	// count hits (false positives).
 	readers := g

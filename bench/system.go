@@ -35,6 +35,12 @@ type batcher interface {
 	removeBatch(keys [][]byte, ids []uint64) error
 }
 
+// preparer is implemented by systems that need a step between the timed
+// adds and the timed lookups (untimed): ours-walk maps the filled file.
+type preparer interface {
+	prepare() error
+}
+
 // batchSize is the keys per batch call, as dabloomsctl add --from uses.
 const batchSize = 4096
 
@@ -110,6 +116,8 @@ func allSpecs() []spec {
 		blobloomSpec,
 		blobloomSyncSpec,
 		blobloomBigSpec,
+		blobloomDenseSpec,
+		oursWalkSpec,
 		cuckooSpec,
 		cOriginalSpec,
 	}
