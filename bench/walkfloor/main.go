@@ -1,0 +1,169 @@
+// Command walkfloor times the Blocked1024 walk of an absent-key lookup,
+// written out, against variants of the arithmetic before it and against
+// blobloom's lookup, in one loop over one heap array: what the file
+// format's derivation of the block costs, apart from the library's code
+// around it (docs/PERFORMANCE.md, "Absent single lookups in the
+// comparison tool").
+//
+//	cd bench && go run ./walkfloor -n 10000000
+//
+// The array has as many counters as the n-key file at 1 % (14.8 per key),
+// a fraction -fill of them non-zero (41 % in that file); the keys are the
+// comparison tool's absent keys ("absent-%012d"), shuffled. Variants:
+//
+//	format     the file's walk: g = Fmix64(HashKey(seed, key) + salt),
+//	           block = fastrange(g), state s = Fmix64(g ^ golden)
+//	nomix      the block from the salted hash itself (no Fmix64 on the
+//	           block's path), s = Fmix64(h ^ golden): not the format
+//	nomix+lat  nomix with a chain as long as the Fmix64 put back on the
+//	           block's path, adding nothing (h + Fmix64(h)&zero): the
+//	           latency alone
+//	blobloom   blobloom's Has (one 64-byte block, k-1 bit tests) over a
+//	           bit array of the same size, -fill of its bits set, keys
+//	           hashed with xxhash.Sum64
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+)
+
+const golden = 0x9E3779B97F4A7C15 // counting4's (part of the format)
+
+// zero is a variable so that the compiler cannot fold x&zero away.
+var zero uint64
+
+type arrays struct {
+	w      []uint64 // nibble counters, Blocked1024 blocks of 16 words
+	blocks uint64
+	b      [][8]uint64 // blobloom's 512-bit blocks, same bytes
+	seed   uint64
+	salt   uint64
+}
+
+func newArrays(n int, fill float64, rng *rand.Rand) *arrays {
+	counters := uint64(float64(n)*14.8) / counting4.BlockCounters1024 * counting4.BlockCounters1024
+	a := &arrays{w: make([]uint64, counters/16), blocks: counters / counting4.BlockCounters1024,
+		seed: rng.Uint64(), salt: counting4.Salt(0)}
+	a.b = make([][8]uint64, len(a.w)/8)
+	for i := range a.w {
+		var x, y uint64
+		for j := range 16 {
+			if rng.Float64() < fill {
+				x |= uint64(1+rng.IntN(15)) << (4 * j)
+			}
+		}
+		for j := range 64 {
+			if rng.Float64() < fill {
+				y |= 1 << j
+			}
+		}
+		a.w[i], a.b[i/8][i%8] = x, y
+	}
+	return a
+}
+
+// walk tests the k = 8 positions of state s in block blk.
+func (a *arrays) walk(blk, s uint64) bool {
+	words := (*[16]uint64)(a.w[blk*16:])
+	for range 8 {
+		if words[s>>4&15]>>(s&15*4)&15 == 0 {
+			return false
+		}
+		s >>= 8
+	}
+	return true
+}
+
+func (a *arrays) format(key []byte) bool {
+	g := header.Fmix64(header.HashKey(a.seed, key) + a.salt)
+	blk, _ := bits.Mul64(g, a.blocks)
+	return a.walk(blk, header.Fmix64(g^golden))
+}
+
+func (a *arrays) nomix(key []byte) bool {
+	h := header.HashKey(a.seed, key) + a.salt
+	blk, _ := bits.Mul64(h, a.blocks)
+	return a.walk(blk, header.Fmix64(h^golden))
+}
+
+func (a *arrays) nomixLat(key []byte) bool {
+	h := header.HashKey(a.seed, key) + a.salt
+	h += header.Fmix64(h) & zero
+	blk, _ := bits.Mul64(h, a.blocks)
+	return a.walk(blk, header.Fmix64(h^golden))
+}
+
+// blobloom is greatroar/blobloom's Has (v0.8.1) with k = 8.
+func (a *arrays) blobloom(key []byte) bool {
+	h := xxhash.Sum64(key)
+	h1, h2 := uint32(h>>32), uint32(h)
+	blk := &a.b[uint32(uint64(h2)*uint64(uint32(len(a.b)))>>32)]
+	for i := 1; i < 8; i++ {
+		h1, h2 = h1+h2, h2+uint32(i)
+		if blk[h1/64%8]&(1<<(h1%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(q int, rng *rand.Rand) [][]byte {
+	buf := make([]byte, 0, q*19)
+	out := make([][]byte, q)
+	for i := range q {
+		s := len(buf)
+		buf = fmt.Appendf(buf, "absent-%012d", i)
+		out[i] = buf[s:len(buf):len(buf)]
+	}
+	rng.Shuffle(q, func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+type variant struct {
+	name string
+	f    func([]byte) bool
+}
+
+func (a *arrays) variants() []variant {
+	return []variant{{"format", a.format}, {"nomix", a.nomix}, {"nomix+lat", a.nomixLat}, {"blobloom", a.blobloom}}
+}
+
+func main() {
+	n := flag.Int("n", 10_000_000, "keys the array is sized for (14.8 counters each)")
+	q := flag.Int("queries", 4_000_000, "absent keys asked per variant and round")
+	fill := flag.Float64("fill", 0.41, "fraction of non-zero counters and set bits")
+	rounds := flag.Int("rounds", 3, "rounds; the variants alternate within each")
+	flag.Parse()
+	if *n < 100 || *q < 1 || *fill <= 0 || *fill >= 1 || *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "walkfloor: need -n >= 100, -queries >= 1, 0 < -fill < 1, -rounds >= 1")
+		os.Exit(2)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := newArrays(*n, *fill, rng)
+	ks := keys(*q, rng)
+	fmt.Printf("%d counters (%d MB), fill %.2f, %d shuffled absent keys; ns per lookup\n", len(a.w)*16, len(a.w)/(1<<17), *fill, *q)
+	for r := range *rounds {
+		fmt.Printf("round %d:", r+1)
+		for _, v := range a.variants() {
+			runtime.GC()
+			hits, start := 0, time.Now()
+			for _, k := range ks {
+				if v.f(k) {
+					hits++
+				}
+			}
+			fmt.Printf("  %s %.1f", v.name, float64(time.Since(start).Nanoseconds())/float64(len(ks)))
+		}
+		fmt.Println()
+	}
+}
