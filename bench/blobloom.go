@@ -77,7 +77,7 @@ func newBlobloomDense(c buildConfig) (system, error) {
 	total := -math.Log(1-denseFill) * m / float64(k-1)
 	f := blobloom.New(uint64(m), k)
 	var kb [16]byte
-	copy(kb[8:], "filler!!") // no query key is 16 bytes ending so
+	copy(kb[8:], "filler!!") // the tool's keys end in digits: no filler is one
 	for i := uint64(0); float64(i) < total-float64(c.n); i++ {
 		binary.LittleEndian.PutUint64(kb[:8], i)
 		f.Add(xxhash.Sum64(kb[:]))
