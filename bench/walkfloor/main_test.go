@@ -32,8 +32,8 @@ func TestFormatIsTheFilters(t *testing.T) {
 	}
 }
 
-// TestNomixVariants: the variant with the latency put back answers as the
-// one without it (it changes no value), and differs from the format.
+// TestNomixVariants: the variants that only move work (nomix+lat, touch)
+// answer as the ones they change, and nomix differs from the format.
 func TestNomixVariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	a := newArrays(20_000, 0.7, rng)
@@ -41,6 +41,9 @@ func TestNomixVariants(t *testing.T) {
 	for _, k := range keys(20_000, rng) {
 		if a.nomix(k) != a.nomixLat(k) {
 			t.Fatalf("%q: nomix and nomix+lat differ", k)
+		}
+		if a.touch(k) != a.format(k) {
+			t.Fatalf("%q: touch and format differ", k)
 		}
 		if a.nomix(k) != a.format(k) {
 			differ++
