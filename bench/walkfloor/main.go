@@ -20,9 +20,17 @@
 //	           latency alone
 //	touch      format, loading the block's two lines as soon as its
 //	           address is known, before the state is mixed
+//	cheap      no mixing at all: block = fastrange(h), s = h·golden, with
+//	           h the salted hash (one multiply on either path): a
+//	           derivation a new layout could use, not the format
 //	blobloom   blobloom's Has (one 64-byte block, k-1 bit tests) over a
 //	           bit array of the same size, -fill of its bits set, keys
 //	           hashed with xxhash.Sum64
+//	blobnib    blobloom's addressing and tests (xxhash.Sum64, one 64-byte
+//	           block, k-1 double-hashed positions) over the nibble counters
+//	           instead of bits
+//
+// -only picks variants (a comma list), -rounds repeats them alternated.
 package main
 
 import (
@@ -32,6 +40,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -114,6 +124,14 @@ func (a *arrays) nomixLat(key []byte) bool {
 	return a.walk(blk, header.Fmix64(h^golden))
 }
 
+// cheap walks the block and state of the salted hash itself: no Fmix64 on
+// either path (s = h·golden, one multiply). Not the format.
+func (a *arrays) cheap(key []byte) bool {
+	h := header.HashKey(a.seed, key) + a.salt
+	blk, _ := bits.Mul64(h, a.blocks)
+	return a.walk(blk, h*golden)
+}
+
 // blobloom is greatroar/blobloom's Has (v0.8.1) with k = 8.
 func (a *arrays) blobloom(key []byte) bool {
 	h := xxhash.Sum64(key)
@@ -122,6 +140,21 @@ func (a *arrays) blobloom(key []byte) bool {
 	for i := 1; i < 8; i++ {
 		h1, h2 = h1+h2, h2+uint32(i)
 		if blk[h1/64%8]&(1<<(h1%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// blobnib is blobloom's Has over the nibble counters: its block is one
+// 64-byte line (8 words, 128 counters) of the same array.
+func (a *arrays) blobnib(key []byte) bool {
+	h := xxhash.Sum64(key)
+	h1, h2 := uint32(h>>32), uint32(h)
+	blk := (*[8]uint64)(a.w[uint64(h2)*uint64(uint32(len(a.w)/8))>>32*8:])
+	for i := 1; i < 8; i++ {
+		h1, h2 = h1+h2, h2+uint32(i)
+		if blk[h1/16%8]>>(h1%16*4)&15 == 0 {
 			return false
 		}
 	}
@@ -140,13 +173,46 @@ func keys(q int, rng *rand.Rand) [][]byte {
 	return out
 }
 
+// names lists the variants in the order they run.
+var names = []string{"format", "nomix", "nomix+lat", "touch", "cheap", "blobloom", "blobnib"}
+
+// pick checks a -only list against names; nil means all.
+func pick(only string) (map[string]bool, error) {
+	if only == "" {
+		return nil, nil
+	}
+	m := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if !slices.Contains(names, n) {
+			return nil, fmt.Errorf("-only: no variant %q (have %s)", n, strings.Join(names, ","))
+		}
+		m[n] = true
+	}
+	return m, nil
+}
+
+// pickFrom keeps the variants in m (all when m is nil).
+func pickFrom(vs []variant, m map[string]bool) []variant {
+	if m == nil {
+		return vs
+	}
+	var out []variant
+	for _, v := range vs {
+		if m[v.name] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 type variant struct {
 	name string
 	f    func([]byte) bool
 }
 
 func (a *arrays) variants() []variant {
-	return []variant{{"format", a.format}, {"nomix", a.nomix}, {"nomix+lat", a.nomixLat}, {"touch", a.touch}, {"blobloom", a.blobloom}}
+	return []variant{{"format", a.format}, {"nomix", a.nomix}, {"nomix+lat", a.nomixLat}, {"touch", a.touch},
+		{"cheap", a.cheap}, {"blobloom", a.blobloom}, {"blobnib", a.blobnib}}
 }
 
 func main() {
@@ -154,18 +220,24 @@ func main() {
 	q := flag.Int("queries", 4_000_000, "absent keys asked per variant and round")
 	fill := flag.Float64("fill", 0.41, "fraction of non-zero counters and set bits")
 	rounds := flag.Int("rounds", 3, "rounds; the variants alternate within each")
+	only := flag.String("only", "", "comma list of the variants to run (default all)")
 	flag.Parse()
 	if *n < 100 || *q < 1 || *fill <= 0 || *fill >= 1 || *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "walkfloor: need -n >= 100, -queries >= 1, 0 < -fill < 1, -rounds >= 1")
 		os.Exit(2)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	vs, err := pick(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "walkfloor:", err)
+		os.Exit(2)
+	}
 	a := newArrays(*n, *fill, rng)
 	ks := keys(*q, rng)
 	fmt.Printf("%d counters (%d MB), fill %.2f, %d shuffled absent keys; ns per lookup (keys found)\n", len(a.w)*16, len(a.w)/(1<<17), *fill, *q)
 	for r := range *rounds {
 		fmt.Printf("round %d:", r+1)
-		for _, v := range a.variants() {
+		for _, v := range pickFrom(a.variants(), vs) {
 			runtime.GC()
 			hits, start := 0, time.Now()
 			for _, k := range ks {

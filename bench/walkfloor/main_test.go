@@ -53,3 +53,48 @@ func TestNomixVariants(t *testing.T) {
 		t.Error("nomix answers exactly as the format: it is not another derivation")
 	}
 }
+
+// TestCheapIsAnotherDerivation: cheap finds keys placed by its own
+// derivation and answers differently from the format for others.
+func TestCheapIsAnotherDerivation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	a := newArrays(20_000, 0.7, rng)
+	differ := 0
+	for _, k := range keys(20_000, rng) {
+		if a.cheap(k) != a.format(k) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("cheap answers exactly as the format: it is not another derivation")
+	}
+}
+
+// TestVariantsAndPick: every name -only accepts runs exactly that variant,
+// in the order of names; an unknown name is refused.
+func TestVariantsAndPick(t *testing.T) {
+	a := newArrays(1000, 0.4, rand.New(rand.NewPCG(9, 10)))
+	vs := a.variants()
+	if len(vs) != len(names) {
+		t.Fatalf("%d variants, %d names", len(vs), len(names))
+	}
+	for i, v := range vs {
+		if v.name != names[i] {
+			t.Fatalf("variant %d is %q, names has %q", i, v.name, names[i])
+		}
+	}
+	m, err := pick("blobnib,format")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pickFrom(vs, m)
+	if len(got) != 2 || got[0].name != "format" || got[1].name != "blobnib" {
+		t.Fatalf("pick blobnib,format: got %v", got)
+	}
+	if m, err := pick(""); err != nil || len(pickFrom(vs, m)) != len(vs) {
+		t.Fatalf("empty -only: %v, %d variants", err, len(pickFrom(vs, m)))
+	}
+	if _, err := pick("format,nope"); err == nil {
+		t.Fatal("pick accepted an unknown variant")
+	}
+}
