@@ -97,6 +97,16 @@ type filterInfo struct {
 	recount                   bool // Repair sets items = sum/k
 }
 
+// tornWiden reports an id range whose min word still says "empty" (2^64−1)
+// while its max word is not 0. scaling's widen writes the max word before
+// the min word, and every widening that completes leaves the min word
+// below 2^64−1 before its Add changes a counter; so this is a first
+// widening of an empty range whose writer died between the two words. The
+// range holds no id, like the empty range [2^64−1, 0].
+func (fi *filterInfo) tornWiden() bool {
+	return fi.minID == math.MaxUint64 && fi.maxID != 0
+}
+
 type slotInfo struct {
 	owner, pid, opened uint64
 	live               bool
@@ -452,7 +462,7 @@ func (a *analysis) readLines() {
 		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
 			a.note(Corrupt, a.entry(i), -1, off+header.FilterMarkOffset, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
-		case fi.minID > fi.maxID && !(fi.minID == math.MaxUint64 && fi.maxID == 0):
+		case fi.minID > fi.maxID && fi.minID != math.MaxUint64:
 			fi.lineOK = false
 			a.note(Corrupt, a.entry(i), -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
 		case !validIndexState(&fi.desc, fi.ixState):
@@ -461,6 +471,9 @@ func (a *analysis) readLines() {
 			a.note(Damaged, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
 			a.note(Clean, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
+		}
+		if fi.lineOK && fi.tornWiden() {
+			a.note(Clean, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range holds no id but its last id is %d: a writer died between the two words of the range's first widening, before it changed a counter; Repair empties it", fi.maxID)
 		}
 		if !fi.lineOK {
 			a.needRebuild[i] = true

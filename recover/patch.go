@@ -281,13 +281,20 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			}
 			p.act("filter %d: zeroed the bytes after the last counter", a.entry(i))
 		}
-		if want := i < n-1; fi.lineOK && fi.sealed != want && !a.needRebuild[i] {
+		torn := fi.lineOK && fi.tornWiden() && !a.needRebuild[i]
+		if want := i < n-1; fi.lineOK && (fi.sealed != want || torn) && !a.needRebuild[i] {
 			v := fi.maxID
+			if torn {
+				v = 0 // the empty range (see tornWiden)
+				p.act("filter %d: emptied the id range [none, %d] a widening cut short left", a.entry(i), fi.maxID)
+			}
 			if want {
 				v |= header.Sealed
 			}
 			p.put(line+header.FilterMaxIDOffset, v)
-			p.act("filter %d: id range %s", a.entry(i), map[bool]string{true: "sealed", false: "unsealed"}[want])
+			if fi.sealed != want {
+				p.act("filter %d: id range %s", a.entry(i), map[bool]string{true: "sealed", false: "unsealed"}[want])
+			}
 		}
 		if fi.recount && !a.needRebuild[i] {
 			v := fi.sum / uint64(fi.desc.K)
