@@ -173,14 +173,22 @@ func keys(q int, rng *rand.Rand) [][]byte {
 	return out
 }
 
-// names lists the variants in the order they run.
-var names = []string{"format", "nomix", "nomix+lat", "touch", "cheap", "blobloom", "blobnib"}
+// variantNames lists the variants in the order they run.
+func variantNames() []string {
+	var a *arrays // method values of a nil *arrays: named, never called
+	var names []string
+	for _, v := range a.variants() {
+		names = append(names, v.name)
+	}
+	return names
+}
 
-// pick checks a -only list against names; nil means all.
+// pick checks a -only list against the variants' names; nil means all.
 func pick(only string) (map[string]bool, error) {
 	if only == "" {
 		return nil, nil
 	}
+	names := variantNames()
 	m := map[string]bool{}
 	for _, n := range strings.Split(only, ",") {
 		if !slices.Contains(names, n) {
