@@ -18,6 +18,5 @@ require (
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
 	github.com/d4l3k/messagediff v1.2.1 // indirect
 	github.com/dgryski/go-metro v0.0.0-20200812162917-85c65e2d0165 // indirect
-	github.com/edsrzf/mmap-go v1.2.0 // indirect
 	github.com/twmb/murmur3 v1.1.8 // indirect
 )
