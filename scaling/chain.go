@@ -200,6 +200,10 @@ func (f *Filter) refresh() error {
 	return f.loadChain(m)
 }
 
+// growSkipsReclaim makes grow keep the handle's reservations: the negative
+// control of TestGrowGivesBackOwnReservations.
+var growSkipsReclaim = false
+
 // grow appends a filter after the newest one, which the caller saw as full
 // in a chain ending at seenEnd (chain.end). Exactly one handle (across
 // processes) appends: the others find the new filter already there when
@@ -226,6 +230,15 @@ func (f *Filter) grow(seenEnd uint64, appendOne bool) error {
 	}
 	last := m.Filters[n-1].Slot
 	newest := f.filterWord(last, header.FilterMaxIDOffset)
+	// This handle's reservations on the newest filter count in its pending
+	// word; give them back before deciding it is full: another goroutine
+	// of this handle may have finished an Add between the caller's
+	// reclaim and now, leaving it counted in items and in pending at once.
+	if c := f.chain.Load(); c != nil && !growSkipsReclaim {
+		if nm := c.f[len(c.f)-1]; nm.idx == last {
+			nm.reclaim()
+		}
+	}
 	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
 		f.lineItemCount(last)+atomic.LoadUint64(f.filterWord(last, header.FilterPendingOffset)) < m.Filters[n-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
