@@ -22,7 +22,10 @@ import (
 // by a handle's unused reservations: a filter looks fuller by at most
 // quotaShards × quotaChunk items per handle (sized so that this is under
 // 1/64 of its capacity), and a handle killed with a reservation leaves the
-// word too high, the hint Repair zeroes.
+// word too high, the hint Repair zeroes. A handle gives its own back before
+// it calls a filter full (admitChunked's last try, and grow under the
+// growth lock), so one handle fills a filter to its last item; only other
+// handles' reservations can make it grow early.
 
 // quotaSkipsCheck makes a reservation skip the capacity check: the negative
 // control of TestChunkedAdmissionNeverOverfills.
