@@ -24,8 +24,10 @@ import (
 // 1/64 of its capacity), and a handle killed with a reservation leaves the
 // word too high, the hint Repair zeroes. A handle gives its own back before
 // it calls a filter full (admitChunked's last try, and grow under the
-// growth lock), so one handle fills a filter to its last item; only other
-// handles' reservations can make it grow early.
+// growth lock). That leaves only moments when one of its own Adds counts
+// twice (counted in items, not yet released; a chunk being reserved), so
+// a lone handle's goroutines rarely grow a filter early (see
+// TestGrowGivesBackOwnReservations); other handles' reservations still can.
 
 // quotaSkipsCheck makes a reservation skip the capacity check: the negative
 // control of TestChunkedAdmissionNeverOverfills.
