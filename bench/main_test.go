@@ -153,13 +153,26 @@ func TestPeers(t *testing.T) {
 
 // TestOurs runs this project's configurations. ours-original(-excl) has a
 // fixed capacity of 1,000,000, so its bytes/key at n = 20,000 is large and
-// not bounded here.
+// not bounded here. A parallel row adds exactly Capacity keys from two
+// goroutines, and the library may then call the filter full a few Adds
+// early (scaling/quota.go: an Add counted twice for a moment) and grow
+// one filter: rarely (44 bytes/key, about once in 170 runs before scaling
+// gave its own reservations back in grow), and then its bytes/key are
+// bounded for a chain of two (the second filter twice as large, at a
+// tighter error rate) instead.
 func TestOurs(t *testing.T) {
 	rep := runJSON(t, "-n", "20000", "-reps", "1", "-parallel", "2", "-systems", ourSystems)
 	checkRows(t, rep, ourSystems, 2, false)
 	for _, r := range rep.Rows {
-		if !strings.HasPrefix(r.System, "ours-original") && (r.BytesPerKey < 0.5 || r.BytesPerKey > 16) {
-			t.Errorf("%s/%d: %.2f bytes/key, outside [0.5, 16]", r.System, r.Goroutines, r.BytesPerKey)
+		if strings.HasPrefix(r.System, "ours-original") {
+			continue
+		}
+		hi := 16.0
+		if r.Goroutines > 1 && r.Filters == 2 {
+			hi = 64
+		}
+		if r.BytesPerKey < 0.5 || r.BytesPerKey > hi {
+			t.Errorf("%s/%d: %.2f bytes/key with %d filter(s), outside [0.5, %v]", r.System, r.Goroutines, r.BytesPerKey, r.Filters, hi)
 		}
 	}
 }
