@@ -137,14 +137,19 @@ func TestGrowGivesBackOwnReservations(t *testing.T) {
 			}
 			m := c.f[0]
 			m.reclaim()
-			// Room for ten more, all of it held by this handle: six
-			// reserved and not handed out, four handed out, finished and
-			// not yet released (as if counted in items already).
+			// Four more Adds handed out by a shard, finished (counted in
+			// items) and not yet released; six places reserved by another
+			// shard and not handed out. Room for six, all of it held by
+			// this handle: items + pending reach the capacity + 4.
+			atomic.AddUint64(m.items, 4)
+			m.quota[1].done.Add(4)
 			m.quota[0].mu.Lock()
 			m.quota[0].left = 6
 			m.quota[0].mu.Unlock()
-			m.quota[1].done.Add(4)
 			atomic.AddUint64(m.pend, 10)
+			if got := m.itemCount() + atomic.LoadUint64(m.pend); got != capacity+4 {
+				t.Fatalf("items + pending = %d, want %d", got, capacity+4)
+			}
 			if err := f.grow(c.end, true); err != nil {
 				t.Fatal(err)
 			}
