@@ -7,7 +7,8 @@
 //
 //	cd bench && go run ./walkfloor -n 10000000
 //
-// The array has as many counters as the n-key file at 1 % (14.8 per key),
+// The array has as many counters as the first filter of an n-key store at
+// 1 % (scaling.Options{Capacity: n, ErrorRate: 0.01}: 14.8 per key, k = 8),
 // a fraction -fill of them non-zero (41 % in that file); the keys are the
 // comparison tool's absent keys ("absent-%012d"), shuffled. Variants:
 //
@@ -47,6 +48,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/scaling"
 )
 
 const golden = 0x9E3779B97F4A7C15 // counting4's (part of the format)
@@ -62,8 +64,24 @@ type arrays struct {
 	salt   uint64
 }
 
-func newArrays(n int, fill float64, rng *rand.Rand) *arrays {
-	counters := uint64(float64(n)*14.8) / counting4.BlockCounters1024 * counting4.BlockCounters1024
+// fileShape returns the counters and k of the one filter of an n-key store
+// at 1 %, as the comparison tool's ours-file creates it.
+func fileShape(n int) (counters uint64, k int, err error) {
+	f, err := scaling.NewMemory(&scaling.Options{Capacity: uint64(n), ErrorRate: 0.01})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	fs := f.Stats().Filters[0]
+	if fs.Layout != counting4.Blocked1024.String() || fs.Counters%counting4.BlockCounters1024 != 0 {
+		return 0, 0, fmt.Errorf("the store's filter is %s with %d counters, not whole Blocked1024 blocks", fs.Layout, fs.Counters)
+	}
+	return fs.Counters, fs.K, nil
+}
+
+// newArrays builds the arrays for a filter of counters (whole Blocked1024
+// blocks), a fraction fill of them non-zero.
+func newArrays(counters uint64, fill float64, rng *rand.Rand) *arrays {
 	a := &arrays{w: make([]uint64, counters/16), blocks: counters / counting4.BlockCounters1024,
 		seed: rng.Uint64(), salt: counting4.Salt(0)}
 	a.b = make([][8]uint64, len(a.w)/8)
@@ -224,7 +242,7 @@ func (a *arrays) variants() []variant {
 }
 
 func main() {
-	n := flag.Int("n", 10_000_000, "keys the array is sized for (14.8 counters each)")
+	n := flag.Int("n", 10_000_000, "keys of the store whose first filter the array is as large as")
 	q := flag.Int("queries", 4_000_000, "absent keys asked per variant and round")
 	fill := flag.Float64("fill", 0.41, "fraction of non-zero counters and set bits")
 	rounds := flag.Int("rounds", 3, "rounds; the variants alternate within each")
@@ -240,7 +258,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "walkfloor:", err)
 		os.Exit(2)
 	}
-	a := newArrays(*n, *fill, rng)
+	counters, k, err := fileShape(*n)
+	if err == nil && k != 8 {
+		err = fmt.Errorf("the %d-key store's filter has k = %d; the walks here are written for k = 8", *n, k)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "walkfloor:", err)
+		os.Exit(2)
+	}
+	a := newArrays(counters, *fill, rng)
 	ks := keys(*q, rng)
 	fmt.Printf("%d counters (%d MB), fill %.2f, %d shuffled absent keys; ns per lookup (keys found)\n", len(a.w)*16, len(a.w)/(1<<17), *fill, *q)
 	for r := range *rounds {

@@ -8,11 +8,25 @@ import (
 	"github.com/dablooms/dablooms/header"
 )
 
+// shape20k is the counters of a 20,000-key store's filter; it fails the
+// test unless that filter has the k = 8 the walks are written for.
+func shape20k(t *testing.T) uint64 {
+	t.Helper()
+	counters, k, err := fileShape(20_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k != 8 || counters < 20_000*10 {
+		t.Fatalf("a 20,000-key store's filter: %d counters, k = %d; the walks want k = 8", counters, k)
+	}
+	return counters
+}
+
 // TestFormatIsTheFilters checks the written-out walk against counting4's
 // Contains over the same words, for keys that are present and absent.
 func TestFormatIsTheFilters(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	a := newArrays(20_000, 0.7, rng) // dense enough that some keys are found
+	a := newArrays(shape20k(t), 0.7, rng) // dense enough that some keys are found
 	f, err := counting4.New(a.w, counting4.Blocked1024, uint64(len(a.w))*16, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +51,7 @@ func TestFormatIsTheFilters(t *testing.T) {
 // cheap) answer differently from the format for some keys.
 func TestVariantDerivations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	a := newArrays(20_000, 0.7, rng)
+	a := newArrays(shape20k(t), 0.7, rng)
 	differ := map[string]int{}
 	for _, k := range keys(20_000, rng) {
 		if a.nomix(k) != a.nomixLat(k) {
@@ -63,7 +77,7 @@ func TestVariantDerivations(t *testing.T) {
 // TestVariantsAndPick: -only runs exactly the variants it names, in the
 // order they run without it; an unknown name is refused.
 func TestVariantsAndPick(t *testing.T) {
-	a := newArrays(1000, 0.4, rand.New(rand.NewPCG(9, 10)))
+	a := newArrays(4*counting4.BlockCounters1024, 0.4, rand.New(rand.NewPCG(9, 10)))
 	vs := a.variants()
 	names := variantNames()
 	if len(vs) != len(names) || len(names) != 7 {
