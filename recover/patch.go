@@ -281,10 +281,9 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			}
 			p.act("filter %d: zeroed the bytes after the last counter", a.entry(i))
 		}
-		torn := fi.lineOK && fi.tornWiden() && !a.needRebuild[i]
-		if want := i < n-1; fi.lineOK && (fi.sealed != want || torn) && !a.needRebuild[i] {
+		if want := i < n-1; fi.lineOK && !a.needRebuild[i] && (fi.sealed != want || fi.tornWiden()) {
 			v := fi.maxID
-			if torn {
+			if fi.tornWiden() {
 				v = 0 // the empty range (see tornWiden)
 				p.act("filter %d: emptied the id range [none, %d] a widening cut short left", a.entry(i), fi.maxID)
 			}
