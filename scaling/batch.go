@@ -3,6 +3,7 @@ package scaling
 import (
 	"errors"
 	"runtime"
+	"slices"
 
 	"github.com/dablooms/dablooms/counting4"
 )
@@ -48,6 +49,17 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		panic("dablooms: ContainsBatch: out is shorter than keys")
 	}
 	out = out[:len(keys)]
+	for !f.containsBatchOnce(keys, out) {
+		// The mapping was detached while the batch read it (see mapKeep):
+		// every "absent" may be wrong, so the whole batch asks again.
+		f = f.live()
+	}
+}
+
+// containsBatchOnce is ContainsBatch on the chain current now; it reports
+// false if the chain's mapping was detached during the call and some key
+// was answered absent (the answers do not stand).
+func (f *Filter) containsBatchOnce(keys [][]byte, out []bool) bool {
 	// No registration with the Filter: holding the chain keeps the mapping
 	// (see mapKeep).
 	c, err := f.current()
@@ -62,10 +74,16 @@ func (f *Filter) ContainsBatch(keys [][]byte, out []bool) {
 		for i := range out {
 			out[i] = v
 		}
-		return
+		return true
 	}
 	defer runtime.KeepAlive(c)
 	clear(out)
+	f.containsChain(c, keys, out)
+	return c.keep.answered() || !slices.Contains(out, false)
+}
+
+// containsChain sets out[i] for the keys found in c's filters.
+func (f *Filter) containsChain(c *chain, keys [][]byte, out []bool) {
 	if len(c.f) == 1 {
 		f.containsBatch1(c, keys, out)
 		return

@@ -167,7 +167,10 @@ func (f *Filter) current() (*chain, error) {
 		if err := f.refresh(); err != nil {
 			return nil, err
 		}
-		c = f.chain.Load()
+		if c = f.chain.Load(); c == nil {
+			// Closed since (another goroutine moved the handle).
+			return nil, ErrClosed
+		}
 	}
 	return c, nil
 }

@@ -81,11 +81,35 @@ type Filter struct {
 // pages, so a lookup racing Close reads zeros and never faults) and drops
 // the Filter's chain; the region is unmapped by a cleanup once the garbage
 // collector finds no chain, hence no lookup, left.
-type mapKeep struct{ r mmapfile.Region }
+//
+// A lookup that read zeros cannot be told from one that found the key
+// absent, so detached is set before the zero pages go in, and a lookup that
+// answers "absent" checks it afterwards (answered): if set, the region may
+// have been detached while it read, and it asks again, on the file that
+// replaced this one, or (after the user's Close) as a closed handle does.
+// No answer "absent" is given from a mapping detached under it.
+type mapKeep struct {
+	r        mmapfile.Region
+	detached atomic.Bool
+}
+
+// answered reports whether an "absent" answer read from the chain holding
+// k can stand: false if the region was detached (from before the reads).
+// loadFence orders the lookup's loads of the counters before the load of
+// detached (see fence_*.go): a load that saw a zero page was served after
+// the detach, which followed the store of detached.
+func (k *mapKeep) answered() bool {
+	loadFence()
+	return !k.detached.Load()
+}
 
 // unmapAtClose makes Close unmap at once, as if lookups were not protected
 // by mapKeep: the negative control of TestCloseDuringLookups sets it.
 var unmapAtClose = false
+
+// skipDetachedMark makes shutdown detach without telling lookups in flight:
+// the negative control of TestLookupsSurviveReplacement sets it.
+var skipDetachedMark = false
 
 type guard struct {
 	n atomic.Int64
@@ -660,6 +684,9 @@ func (f *Filter) shutdown() {
 	f.endExclusive()
 	keep := f.chain.Swap(nil).keep
 	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
+		if !skipDetachedMark {
+			keep.detached.Store(true) // before the zero pages (see mapKeep)
+		}
 		f.closeErr = d.Detach()
 		// Unmap once no chain (so no lookup) is left.
 		runtime.AddCleanup(keep, func(r mmapfile.Region) { r.Close() }, f.r)

@@ -56,17 +56,23 @@ func (f *Filter) Contains(key []byte) bool {
 	// keeps the mapping alive. A handle whose file was replaced fails
 	// current (errRetry, or ErrClosed once it has moved): only then does
 	// the call go to its successor.
-	c, err := f.current()
-	for f.again(err) {
-		f = f.live()
-		c, err = f.current()
+	for {
+		c, err := f.current()
+		for f.again(err) {
+			f = f.live()
+			c, err = f.current()
+		}
+		if err != nil {
+			return !errors.Is(err, ErrClosed)
+		}
+		found := containsIn(c, f.hash(c, key))
+		runtime.KeepAlive(c)
+		// The mapping may have been detached while it was read (the file
+		// was replaced, or Close ran): "absent" then asks again.
+		if found || c.keep.answered() {
+			return found
+		}
 	}
-	if err != nil {
-		return !errors.Is(err, ErrClosed)
-	}
-	found := containsIn(c, f.hash(c, key))
-	runtime.KeepAlive(c)
-	return found
 }
 
 func containsIn(c *chain, h hashes) bool {
