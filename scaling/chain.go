@@ -207,12 +207,29 @@ func (f *Filter) refresh() error {
 // control of TestGrowGivesBackOwnReservations.
 var growSkipsReclaim = false
 
+// growWhy says why grow is called.
+type growWhy int
+
+const (
+	growFinish    growWhy = iota // only finish a growth already in the directory (see publish)
+	growFull                     // the newest filter looked full: append one if it still is
+	growIndexFull                // a late Add found its probe window in the newest filter's index full
+)
+
 // grow appends a filter after the newest one, which the caller saw as full
-// in a chain ending at seenEnd (chain.end). Exactly one handle (across
-// processes) appends: the others find the new filter already there when
-// they get the lock. With append false, grow only finishes a growth that is
-// already in the directory (see publish).
-func (f *Filter) grow(seenEnd uint64, appendOne bool) error {
+// (or whose late-add index could not take a late Add) in a chain ending at
+// seenEnd (chain.end). Exactly one handle (across processes) appends: the
+// others find the new filter already there when they get the lock. With
+// growFinish, grow only finishes a growth that is already in the directory
+// (see publish).
+//
+// growIndexFull appends whatever the newest filter's item count: a pair
+// (key, id) added late more than header.IndexMaxProbe times fills its
+// probe window, which holds only its copies; rather than widen the range
+// over an older filter's (which would make Removes of other keys
+// ambiguous), the copies that follow go to the next filter's index.
+func (f *Filter) grow(seenEnd uint64, why growWhy) error {
+	appendOne := why != growFinish
 	unlock, err := f.lockGrowth()
 	if err != nil {
 		return err
@@ -242,7 +259,7 @@ func (f *Filter) grow(seenEnd uint64, appendOne bool) error {
 			nm.reclaim()
 		}
 	}
-	if atomic.LoadUint64(newest)&header.Sealed == 0 &&
+	if why == growFull && atomic.LoadUint64(newest)&header.Sealed == 0 &&
 		f.lineItemCount(last)+atomic.LoadUint64(f.filterWord(last, header.FilterPendingOffset)) < m.Filters[n-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.

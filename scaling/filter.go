@@ -407,7 +407,7 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			if listed > len(m.Filters) {
 				// The directory lists a filter that is not published: a
 				// growth in progress, or one its process died in.
-				if err := f.grow(0, false); err != nil {
+				if err := f.grow(0, growFinish); err != nil {
 					return err
 				}
 			}

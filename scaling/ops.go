@@ -165,7 +165,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 		if m, late, sh = route(c, id, h.native); m == nil {
 			// The newest filter is full: append one (or find that another
 			// handle did) and route again.
-			if err := f.grow(c.end, true); err != nil {
+			if err := f.grow(c.end, growFull); err != nil {
 				return err
 			}
 		} else {
@@ -221,25 +221,33 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 				if m.ix.insert(kh, id, r) {
 					break
 				}
-				// The index is full: widen the range as a 1.0 file does
-				// (a Remove with this id may then be ambiguous).
-			}
-			if widen(m, id) {
-				break
-			}
-			m.release(sh)
-			r.finish(false)
-			// The filter was sealed by a growth since this chain was read:
-			// this Add raced it and is moved to the new filter.
-			if m == c.f[len(c.f)-1] {
-				// The newest filter is sealed: a growth is being published
-				// (or its process died): finish it, find it, or (a sealed
-				// newest filter with nothing after it) append one.
-				if err := f.grow(c.end, true); err != nil {
+				// The pair's probe window is full: never widen the range
+				// over an older filter's (Removes of other keys would be
+				// ambiguous); a new filter takes it (see grow).
+				m.release(sh)
+				r.finish(false)
+				if err := f.grow(c.end, growIndexFull); err != nil {
 					return err
 				}
-			} else if err := f.refresh(); err != nil {
-				return err
+			} else {
+				if widen(m, id) {
+					break
+				}
+				m.release(sh)
+				r.finish(false)
+				// The filter was sealed by a growth since this chain was
+				// read: this Add raced it and is moved to the new filter.
+				if m == c.f[len(c.f)-1] {
+					// The newest filter is sealed: a growth is being
+					// published (or its process died): finish it, find it,
+					// or (a sealed newest filter with nothing after it)
+					// append one.
+					if err := f.grow(c.end, growFull); err != nil {
+						return err
+					}
+				} else if err := f.refresh(); err != nil {
+					return err
+				}
 			}
 		}
 		var err error

@@ -150,7 +150,7 @@ func TestGrowGivesBackOwnReservations(t *testing.T) {
 			if got := m.itemCount() + atomic.LoadUint64(m.pend); got != capacity+4 {
 				t.Fatalf("items + pending = %d, want %d", got, capacity+4)
 			}
-			if err := f.grow(c.end, true); err != nil {
+			if err := f.grow(c.end, growFull); err != nil {
 				t.Fatal(err)
 			}
 			n := len(f.Stats().Filters)

@@ -480,7 +480,7 @@ func TestRetireWidenRace(t *testing.T) {
 	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
 	addKeys(t, f, 0, 100)
 	c, _ := f.current()
-	if err := f.grow(c.end, true); err != nil { // an empty newest filter
+	if err := f.grow(c.end, growFull); err != nil { // an empty newest filter
 		t.Fatal(err)
 	}
 	c, _ = f.current()
@@ -506,7 +506,7 @@ func TestRetireWidenRace(t *testing.T) {
 	vmin := atomic.LoadUint64(m.minID)
 	// Preempted here: other Adds fill the filter and a growth seals it.
 	atomic.AddUint64(m.pend, 99)
-	if err := f.grow(c.end, true); err != nil {
+	if err := f.grow(c.end, growFull); err != nil {
 		t.Fatal(err)
 	}
 	atomic.AddUint64(m.pend, ^uint64(98))
