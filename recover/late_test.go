@@ -274,3 +274,77 @@ func TestBackupKeepsLateAdds(t *testing.T) {
 	}
 	removeAll(t, dst, rows)
 }
+
+// TestRepairPutsBackClaimedLateEntry: a Remove of a late Add claims the
+// pair's index entry (clears it) before it changes the counters. A dead
+// writer's Remove cut short after its claim and before any counter
+// changed is undone by Repair, entry included: the entry holds the pair's
+// fingerprint again, and the pair's Remove then succeeds, with exact item
+// counts. (Without the put-back the copy stays in the counters with no
+// entry, and its Remove goes to the filter whose range holds the id.)
+func TestRepairPutsBackClaimedLateEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "claim.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 { // past filter 0's slack: late Adds into filter 1
+		if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.Stats().Filters[1].LateIndex {
+		t.Fatal("no late Add")
+	}
+	items := f.Stats().Filters[1].Count
+	f.Close()
+	b := mustReadFile(t, path)
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := m.Filters[1]
+	kh := header.HashKey(3, []byte("late39")) + counting4.Salt(1)
+	n := uint64(d.IndexBytes() / header.IndexEntrySize)
+	fp, s := header.IndexProbe(kh, 10, n)
+	for le.Uint32(b[d.IndexOffset()+int64(s)*4:]) != fp {
+		s = (s + 1) % n
+	}
+	entry := d.IndexOffset() + int64(s)*4
+	// A dead writer in slot 9 whose Remove of the pair claimed the entry
+	// and died before its first counter change.
+	le.PutUint32(b[entry:], header.IndexCleared)
+	rec := header.RecordOffset(9, 0)
+	le.PutUint64(b[header.SlotOffset(9)+header.SlotOwnerOffset:], 0x1234)
+	le.PutUint64(b[rec+header.RecOpOffset:], uint64(header.OpWord(0).Begin(header.OpRemove, 1)))
+	le.PutUint64(b[rec+header.RecHashOffset:], kh)
+	le.PutUint64(b[rec+header.RecIndexSlotOffset:], (s+1)|header.IndexDone)
+	le.PutUint64(b[rec+header.RecIndexFPOffset:], uint64(fp))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	if err != nil || rep.State != Clean {
+		t.Fatalf("Repair: %v, %v", err, rep)
+	}
+	if got := le.Uint32(mustReadFile(t, path)[entry:]); got != fp {
+		t.Log(rep.Actions)
+		t.Fatalf("entry %#x after Repair, want the pair's fingerprint %#x back", got, fp)
+	}
+	g, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.RemoveString("late39", 10); err != nil {
+		t.Fatalf("Remove of the pair after Repair: %v", err)
+	}
+	if got := g.Stats().Filters[1].Count; got != items-1 {
+		t.Fatalf("filter 1 counts %d items after the Remove, want %d", got, items-1)
+	}
+}

@@ -28,51 +28,94 @@ func indexStateFor(d *header.FilterDesc) uint64 {
 }
 
 // endLate ends the index half of an operation cut short on filter i, as
-// its resolution decided: an Add that is undone loses the entry it
-// inserted, a Remove that counts as completed clears the entry it had not
-// cleared yet. The record says which: its slot word carries IndexDone once
-// the operation's compare-and-swap on the entry happened. An undone Add
-// without it leaves the entry alone (it may be another writer's, of the
-// same key and id; at worst an entry with no Add stays), and so does a
-// completed Remove with it. The entry is cleared only if it holds the
-// record's fingerprint.
+// its resolution decided. The record says how far the operation got with
+// its entry: its slot word carries IndexDone once the operation's
+// compare-and-swap on the entry happened.
+//   - An Add that is undone loses the entry it inserted (done); without
+//     IndexDone the entry is left alone (it may be another writer's, of
+//     the same key and id; at worst an entry with no Add stays).
+//   - A Remove claims its entry (clears it) before it changes the counters
+//     (scaling's removeLate): one that is undone gets its entry back
+//     (done). One that counts as completed without IndexDone was written
+//     by a library that cleared the entry after the counters: its entry is
+//     cleared.
+//
+// An entry is cleared only if it holds the record's fingerprint, and put
+// back only where an entry is free.
 func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bool) error {
 	if ri.ixSlot == 0 {
 		return nil
 	}
 	done := ri.ixSlot&header.IndexDone != 0
-	switch op := header.OpWord(ri.op).Op(); {
-	case op == header.OpAdd && !completed && done:
-	case op == header.OpRemove && completed && !done:
-	default:
-		return nil
-	}
 	op := header.OpWord(ri.op).Op()
 	slot := ri.ixSlot &^ header.IndexDone
-	d := &a.filters[i].desc
-	off := d.IndexOffset() + int64(slot-1)*header.IndexEntrySize
+	switch {
+	case op == header.OpAdd && !completed && done:
+		return p.setEntry(a, img, i, slot-1, ri.ixFP, header.IndexCleared, "cleared late-add index entry %d of an Add it undid")
+	case op == header.OpRemove && completed && !done:
+		return p.setEntry(a, img, i, slot-1, ri.ixFP, header.IndexCleared, "cleared late-add index entry %d of a Remove it completed")
+	case op == header.OpRemove && !completed && done:
+		// Put back where it was, or in the next free entry: a lookup of the
+		// pair walks on past entries in use (at worst the entry stays
+		// lost: the key stays present, never the other way round).
+		n := uint64(a.filters[i].desc.IndexBytes() / header.IndexEntrySize)
+		for k := range min(n, header.IndexMaxProbe) {
+			s := (slot - 1 + k) % n
+			v, err := p.entry(a, img, i, s)
+			if err != nil || v > header.IndexCleared {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			return p.setEntry(a, img, i, s, uint64(v), uint32(ri.ixFP), "put back late-add index entry %d of a Remove it undid")
+		}
+	}
+	return nil
+}
+
+// entry reads entry s of filter i's late-add index as the patch leaves it
+// (IndexEmpty past the end of a truncated file).
+func (p *patch) entry(a *analysis, img image, i int, s uint64) (uint32, error) {
+	off := a.filters[i].desc.IndexOffset() + int64(s)*header.IndexEntrySize
 	w := off &^ 7
 	if w+8 > img.Size() {
-		return nil // a truncated file: the filter is rebuilt
+		return header.IndexEmpty, nil
 	}
 	v, ok := p.words[w]
 	if !ok {
 		var b [8]byte
 		if err := readFull(img, b[:], w); err != nil {
-			return err
+			return 0, err
 		}
 		v = le.Uint64(b[:])
 	}
+	return uint32(v >> (uint(off-w) * 8)), nil
+}
+
+// setEntry stores to entry s of filter i's late-add index if it holds
+// from, saying what it did (what names the entry with %d).
+func (p *patch) setEntry(a *analysis, img image, i int, s, from uint64, to uint32, what string) error {
+	off := a.filters[i].desc.IndexOffset() + int64(s)*header.IndexEntrySize
+	w := off &^ 7
+	if w+8 > img.Size() {
+		return nil // a truncated file: the filter is rebuilt
+	}
+	v, err := p.entry(a, img, i, s)
+	if err != nil || uint64(v) != from {
+		return err
+	}
+	cur, ok := p.words[w]
+	if !ok {
+		var b [8]byte
+		if err := readFull(img, b[:], w); err != nil {
+			return err
+		}
+		cur = le.Uint64(b[:])
+	}
 	shift := uint(off-w) * 8
-	if uint64(uint32(v>>shift)) != ri.ixFP {
-		return nil
-	}
-	p.words[w] = v&^(uint64(0xffffffff)<<shift) | uint64(header.IndexCleared)<<shift
-	what := "an Add it undid"
-	if op == header.OpRemove {
-		what = "a Remove it completed"
-	}
-	p.act("filter %d: cleared late-add index entry %d of %s", a.entry(i), slot-1, what)
+	p.words[w] = cur&^(uint64(0xffffffff)<<shift) | uint64(to)<<shift
+	p.act("filter %d: "+what, a.entry(i), s)
 	return nil
 }
 

@@ -121,15 +121,48 @@ func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 	return lateEntry{}, false
 }
 
-// clear clears entry e if it still holds its fingerprint, or else another
-// entry of (h, id) (a concurrent Remove of the same pair cleared e first),
-// and marks the record's entry done.
-func (x *lateIndex) clear(h, id uint64, e lateEntry, r *record) {
-	if !atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
+// claim claims a late Add of (h, id) for a Remove: it clears entry e if it
+// still holds its fingerprint, or else another entry of (h, id) (a
+// concurrent Remove of the same pair claimed e first), and returns the
+// entry it cleared. It returns false if no entry of (h, id) is left. The
+// record names each entry before the compare-and-swap, and carries
+// IndexDone from just after it: Repair puts back the entry of a Remove it
+// undoes (recover/lateindex.go). A Remove killed between a successful
+// compare-and-swap and that store leaves the copy without its entry: the
+// key stays present (a later Remove of the pair takes the copy its range
+// holds), never the other way round.
+func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
+	for {
+		atomic.StoreUint64(r.ixFP, uint64(e.fp))
+		atomic.StoreUint64(r.ixSlot, e.slot+1)
+		if atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
+			atomic.StoreUint64(r.ixSlot, (e.slot+1)|header.IndexDone)
+			return e.slot, true
+		}
+		atomic.StoreUint64(r.ixSlot, 0) // the record names no entry
 		var ok bool
-		if e, ok = x.find(h, id); !ok || !atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
-			return
+		if e, ok = x.find(h, id); !ok {
+			return 0, false
 		}
 	}
-	atomic.StoreUint64(r.ixSlot, (e.slot+1)|header.IndexDone)
+}
+
+// restore puts back fingerprint fp of (h, id), cleared from entry slot by
+// a Remove that then found the key's counters not holding it: in its entry
+// if that is still free, else in the first free entry of its probe
+// sequence (entries never go back to empty, so a lookup still finds it).
+func (x *lateIndex) restore(h, id, slot uint64, fp uint32) {
+	if atomic.CompareAndSwapUint32(&x.e[slot], header.IndexCleared, fp) {
+		return
+	}
+	n := uint64(len(x.e))
+	_, s := header.IndexProbe(h, id, n)
+	for range min(n, header.IndexMaxProbe) {
+		if v := atomic.LoadUint32(&x.e[s]); v <= header.IndexCleared && atomic.CompareAndSwapUint32(&x.e[s], v, fp) {
+			return
+		}
+		if s++; s == n {
+			s = 0
+		}
+	}
 }

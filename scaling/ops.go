@@ -266,16 +266,72 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	// A late Add (see route) is in the filter whose index holds it, whatever
-	// the id ranges say. Otherwise find the filters whose id range holds id
-	// and whose counters for the key are all non-zero. If several do, the
-	// key may be a false positive of all but one, and decrementing the
-	// wrong one would take counts from other keys: refuse rather than guess.
-	target, entry, late := findLate(c, h, id)
+	// the id ranges say; its index entry is the copy's token, which one
+	// Remove claims before it changes the counters. One that loses the
+	// entry to a concurrent Remove of the same pair looks again: another
+	// late copy, or the copy its id range holds.
+	for {
+		m, e, late := findLate(c, h, id)
+		if !late {
+			return f.removeInRange(c, h, id)
+		}
+		if err := f.removeLate(m, h, id, e); err != errLostClaim {
+			return err
+		}
+	}
+}
+
+// errLostClaim: a concurrent Remove of the same pair claimed the late-add
+// index entry first. It never leaves the package.
+var errLostClaim = errors.New("dablooms: late-add entry claimed by another Remove")
+
+// removeLate removes the late Add of (key, id) whose index entry in m is e.
+// The entry is claimed (cleared) before the counters change, and the
+// record says so (IndexDone): Repair puts the entry back for a Remove it
+// undoes (recover/lateindex.go).
+func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) error {
+	kh := m.keyHash(h)
+	pr := m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	// Record first, then read the state word (see add).
+	r := f.claimRecord(kh, header.OpRemove, m.idx)
+	if m.gone() {
+		// The filter holding the key was retired since the chain was read:
+		// the key is gone with it (see add). Or the file is being replaced:
+		// wait, and start over.
+		r.finish(false)
+		return f.goneErr(ErrNotPresent)
+	}
+	if err := f.ensureDirty(m.mark); err != nil {
+		r.finish(false)
+		return err
+	}
+	slot, ok := m.ix.claim(kh, id, e, r)
+	if !ok {
+		r.finish(false)
+		return errLostClaim
+	}
+	if !m.cf.RemoveProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
+		// The counters no longer hold the key (a damaged file: no change
+		// of this library's takes a late copy's counts without its entry).
+		m.ix.restore(kh, id, slot, e.fp)
+		r.finish(false)
+		return ErrNotPresent
+	}
+	m.uncount(atomic.LoadUint64(r.changed) != 0)
+	r.finish(true)
+	return nil
+}
+
+// removeInRange removes key from the filter whose id range holds id. If
+// several ranges hold it (a file a 1.0 library grew), the key must be in
+// exactly one of them: decrementing the wrong one would take counts from
+// other keys, so it refuses rather than guess.
+func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
+	var target *member
 	var pr counting4.Probe
 	var r *record
 	switch only, n := inRange(c, id); {
-	case late:
-		pr = target.cf.Prepare(target.keyHash(h))
 	case n == 0:
 		return ErrNotPresent
 	case n == 1:
@@ -311,26 +367,14 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		if target == nil {
 			return ErrNotPresent
 		}
-	}
-	m := target
-	kh := m.keyHash(h)
-	if r == nil {
 		// Record first, then read the state word (see add).
-		r = f.claimRecord(kh, header.OpRemove, m.idx)
-		if m.gone() {
-			// The filter holding the key was retired since the chain was
-			// read: the key is gone with it (see add). Or the file is
-			// being replaced: wait, and start over.
+		r = f.claimRecord(target.keyHash(h), header.OpRemove, target.idx)
+		if target.gone() {
 			r.finish(false)
 			return f.goneErr(ErrNotPresent)
 		}
 	}
-	if late {
-		// The entry is cleared after the counters: Repair clears it for a
-		// Remove it completes.
-		atomic.StoreUint64(r.ixFP, uint64(entry.fp))
-		atomic.StoreUint64(r.ixSlot, entry.slot+1)
-	}
+	m := target
 	if err := f.ensureDirty(m.mark); err != nil {
 		r.finish(false)
 		return err
@@ -338,9 +382,6 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	if !m.cf.RemoveProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
 		r.finish(false)
 		return ErrNotPresent
-	}
-	if late {
-		m.ix.clear(kh, id, entry, r)
 	}
 	m.uncount(atomic.LoadUint64(r.changed) != 0)
 	r.finish(true)

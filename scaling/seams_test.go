@@ -1,7 +1,11 @@
 package scaling_test
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
@@ -99,6 +103,67 @@ func TestRepeatedLatePairKeepsRangesApart(t *testing.T) {
 	for _, fs := range f.Stats().Filters {
 		if fs.Count > header.ItemLimit(fs.Capacity) {
 			t.Fatalf("filter %d holds %d items, over its limit %d", fs.Index, fs.Count, header.ItemLimit(fs.Capacity))
+		}
+	}
+}
+
+// TestConcurrentRemovesOfOneLatePair: each pair is present twice, once in
+// filter 0 by its range and once as a late Add of filter 1; two goroutines
+// remove every pair at the same moment. Both Removes of each pair must
+// succeed and the item counts must come out exact. (Before, both picked
+// the late copy and one failed with ErrNotPresent, leaving the key present
+// and filter 0's count too high: issue 27, item 3.)
+func TestConcurrentRemovesOfOneLatePair(t *testing.T) {
+	const pairs = 1000
+	f := fillFirst(t, func(i int) []byte {
+		if i < pairs {
+			return seamKey("pair", i)
+		}
+		return nil
+	})
+	for i := range pairs {
+		mustAdd(t, f, seamKey("pair", i), uint64(i)) // late: filter 1's index
+	}
+	before := f.Stats().Filters
+	ready := make([]atomic.Int32, pairs)
+	var failed atomic.Int64
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range pairs {
+				ready[i].Add(1)
+				for ready[i].Load() < 2 { // both at the same pair
+					runtime.Gosched()
+				}
+				if err := f.Remove(seamKey("pair", i), uint64(i)); err != nil {
+					failed.Add(1)
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("Remove(pair %d): %w", i, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n != 0 {
+		t.Fatalf("%d of %d concurrent Removes failed; first: %v", n, 2*pairs, first)
+	}
+	after := f.Stats().Filters
+	if got, want := after[0].Count, before[0].Count-pairs; got != want {
+		t.Fatalf("filter 0 counts %d items, want %d", got, want)
+	}
+	if got, want := after[1].Count, before[1].Count-pairs; got != want {
+		t.Fatalf("filter 1 counts %d items, want %d", got, want)
+	}
+	for i := range pairs {
+		if err := f.Remove(seamKey("pair", i), uint64(i)); !errors.Is(err, scaling.ErrNotPresent) && !errors.Is(err, scaling.ErrAmbiguous) && err != nil {
+			t.Fatalf("a third Remove of pair %d: %v", i, err)
 		}
 	}
 }
