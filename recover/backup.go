@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -54,24 +55,30 @@ var syncDir = mmapfile.SyncDir
 //
 // It opens src for writing (so an interrupted or dirty file is refused with
 // scaling's error) and then, until a copy succeeds:
-//  1. flushes src;
-//  2. reads the state word, the published filter count, both metadata
-//     copies and the file size: the phase must be clean, and both copies
-//     must list the published number of filters (a growth rewrites them
-//     while the phase is clean);
+//  1. opens the file now at src again if a whole-file rewrite (Compact,
+//     Repair in place) has renamed another file there, and flushes it;
+//  2. reads the state word, the replaced word, the published filter count,
+//     both metadata copies and the file size: the phase must be clean, no
+//     rewrite may hold the file (the replaced word is clear), and both
+//     copies must list the published number of filters (a growth rewrites
+//     them while the phase is clean);
 //  3. copies every byte of src to a temporary file beside dst;
 //  4. reads those words again. Every change to a filter's counters first
 //     moves the phase away from clean, which returns to clean only through
-//     a flush that advances the epoch, and a new filter changes the count
-//     and the metadata: if nothing changed, the copy equals the flushed
+//     a flush that advances the epoch, a new filter changes the count and
+//     the metadata, and a rewrite sets the replaced word before it renames
+//     its file over src: if nothing changed, the copy equals the flushed
 //     file. The copy must also hold no operation in flight.
 //
 // A spoiled copy is retried, for at most o.Wait, after which Backup fails
 // with ErrNoQuietMoment and leaves no dst. A good copy gets every writer slot
-// marked closed (their owners are processes using src), is synced, renamed
-// to dst, and the directory synced; an error of that last sync is returned
-// (dst is then in place, but its name may not survive a crash). Last, dst
-// is opened read-only: it must be clean.
+// marked closed (their owners are processes using src) and is synced; it
+// is then opened read-only and verified as Verify does, and must be clean,
+// before it is renamed to dst (without Overwrite, a dst that appeared
+// meanwhile is not replaced) and the directory synced. So dst is either
+// untouched (every error but the last) or a copy that opens and verifies
+// clean; an error of that last sync is returned (dst is then in place, but
+// its name may not survive a crash).
 func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupReport, error) {
 	var opt BackupOptions
 	if o != nil {
@@ -87,11 +94,6 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 		return nil, err
 	}
 	defer f.Close()
-	in, err := os.Open(src)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
 	if err != nil {
 		return nil, err
@@ -102,29 +104,66 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			os.Remove(tmp.Name())
 		}
 	}()
-	rep, err := quietCopy(ctx, f, in, tmp, opt.Wait)
+	c := &copier{f: f, path: src, tmp: tmp}
+	defer c.close()
+	rep, err := c.quietCopy(ctx, opt.Wait)
 	if err != nil {
 		return nil, err
 	}
+	c.close()
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	if err := install(tmp, dst); err != nil {
+	if err := seal(tmp); err != nil {
+		return nil, err
+	}
+	if err := checkCopy(tmp.Name(), dst, opt.BootID, rep); err != nil {
+		return nil, err
+	}
+	if err := install(tmp.Name(), dst, opt.Overwrite); err != nil {
 		return nil, err
 	}
 	tmp = nil
 	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return nil, fmt.Errorf("recover: the copy %s is in place, but: %w", dst, err)
 	}
-	if err := checkCopy(dst, opt.BootID, rep); err != nil {
-		return nil, err
-	}
 	return rep, nil
 }
 
-// quietCopy copies in to tmp until a copy equals the file as of a flush of
-// f, for at most wait after the first attempt.
-func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait time.Duration) (*BackupReport, error) {
+// copier copies the file at path, read through in, to tmp; f is a handle
+// of it (which follows a whole-file rewrite to the file that replaced it).
+type copier struct {
+	f    *scaling.Filter
+	path string
+	in   *os.File // the file at path when the attempt began
+	tmp  *os.File
+}
+
+func (c *copier) close() {
+	if c.in != nil {
+		c.in.Close()
+		c.in = nil
+	}
+}
+
+// current makes c.in the file now at c.path: a rewrite may have renamed
+// another file over it since it was opened.
+func (c *copier) current() error {
+	if c.in != nil && sameOpenFile(c.in, c.path) {
+		return nil
+	}
+	c.close()
+	in, err := os.Open(c.path)
+	if err != nil {
+		return err
+	}
+	c.in = in
+	return nil
+}
+
+// quietCopy copies until a copy equals the file as of a flush, for at most
+// wait after the first attempt.
+func (c *copier) quietCopy(ctx context.Context, wait time.Duration) (*BackupReport, error) {
 	deadline := time.Now().Add(wait)
 	rep := &BackupReport{}
 	for {
@@ -133,12 +172,12 @@ func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait ti
 		}
 		if rep.Attempts > 0 {
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("%w in %v: other processes kept changing %s during every copy (%d attempts)", ErrNoQuietMoment, wait, in.Name(), rep.Attempts)
+				return nil, fmt.Errorf("%w in %v: other processes kept changing %s during every copy (%d attempts)", ErrNoQuietMoment, wait, c.path, rep.Attempts)
 			}
 			time.Sleep(time.Duration(min(rep.Attempts, 20)) * 5 * time.Millisecond)
 		}
 		rep.Attempts++
-		ok, err := copyOnce(f, in, tmp, rep)
+		ok, err := c.copyOnce(rep)
 		if err != nil {
 			return nil, err
 		}
@@ -148,18 +187,28 @@ func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait ti
 	}
 }
 
-// copyOnce flushes f and copies in to tmp; it reports whether the copy
-// equals the flushed file, and then sets rep's Bytes and Epoch.
-func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, error) {
-	if err := f.Flush(); err != nil {
+// copyOnce flushes the file and copies it to tmp; it reports whether the
+// copy equals the flushed file, and then sets rep's Bytes and Epoch.
+func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
+	if err := c.current(); err != nil {
+		return false, err
+	}
+	if err := step("backup opened"); err != nil {
+		return false, err
+	}
+	if err := c.f.Flush(); err != nil {
 		return false, fmt.Errorf("flush: %w", err)
 	}
+	in, tmp := c.in, c.tmp
 	before, err := readFingerprint(in)
 	if err != nil {
 		return false, err
 	}
 	if _, ph := seqnum.Unpack(before.state); ph != seqnum.Clean {
 		return false, nil // a writer changed it since our flush
+	}
+	if before.replaced != header.ReplaceNone {
+		return false, nil // a rewrite holds it, or replaced it: the next attempt copies the file at the path
 	}
 	if !before.settled() {
 		return false, nil // a growth is writing the metadata
@@ -173,7 +222,7 @@ func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, err
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, nil // shrank? never in this format, but do not trust it
 		}
-		return false, fmt.Errorf("copying %s: %w", in.Name(), err)
+		return false, fmt.Errorf("copying %s: %w", c.path, err)
 	}
 	n := before.size
 	if err := step("backup copied"); err != nil {
@@ -192,9 +241,9 @@ func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, err
 	return true, nil
 }
 
-// install marks every writer slot of the copy tmp closed, syncs it, closes
-// it and renames it to dst.
-func install(tmp *os.File, dst string) error {
+// seal marks every writer slot of the copy tmp closed, syncs it and closes
+// it.
+func seal(tmp *os.File) error {
 	// The owners of the writer slots are running processes of the original
 	// (this one included); in the copy nobody owns them.
 	var zero [8]byte
@@ -206,22 +255,45 @@ func install(tmp *os.File, dst string) error {
 	if err := tmp.Sync(); err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return tmp.Close()
 }
 
-// checkCopy opens dst as a reader would and records its seqnums in rep: it
-// must be clean.
-func checkCopy(dst, bootID string, rep *BackupReport) error {
-	c, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
+// install renames the checked copy tmp to dst. Without overwrite it links
+// instead, so that a dst made since Backup began is not replaced, falling
+// back to a rename where the file system has no hard links.
+func install(tmp, dst string, overwrite bool) error {
+	if !overwrite {
+		err := os.Link(tmp, dst)
+		if err == nil {
+			return os.Remove(tmp)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			return fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
+		}
+	}
+	return os.Rename(tmp, dst)
+}
+
+// checkCopy opens the copy at path (to be installed as dst) as a reader
+// would and verifies it; it must be clean. It records its seqnums in rep.
+func checkCopy(path, dst, bootID string, rep *BackupReport) error {
+	c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
 	if err != nil {
-		return fmt.Errorf("the copy %s does not open: %w", dst, err)
+		return fmt.Errorf("recover: the copy of %s does not open, so it was not installed: %w", dst, err)
 	}
 	defer c.Close()
 	if cond := c.Condition(); cond != scaling.Clean {
-		return errors.New("the copy " + dst + " is " + cond.String() + ", not clean")
+		return fmt.Errorf("recover: the copy of %s is %s, not clean, so it was not installed", dst, cond)
+	}
+	v, err := VerifyWithOptions(path, &VerifyOptions{BootID: bootID})
+	if err != nil {
+		return fmt.Errorf("recover: verifying the copy of %s: %w", dst, err)
+	}
+	if v.State != Clean {
+		return fmt.Errorf("recover: the copy of %s does not verify clean, so it was not installed: %w", dst, v.Err())
 	}
 	rep.MemSeqnum, rep.DiskSeqnum = c.MemSeqnum(), c.DiskSeqnum()
 	return nil
@@ -233,6 +305,7 @@ type fingerprint struct {
 	state     uint64 // the state word: phase and epoch
 	published uint64 // the number of filters ever published
 	retired   uint64 // the hot retired word: the number of filters ever retired
+	replaced  uint64 // the hot replaced word: set by a whole-file rewrite
 	meta      [2][]byte
 }
 
@@ -240,7 +313,7 @@ type fingerprint struct {
 var metaOffsets = [2]int64{header.MetaAOffset, header.MetaBOffset}
 
 func (p *fingerprint) equal(q *fingerprint) bool {
-	return p.size == q.size && p.state == q.state && p.published == q.published && p.retired == q.retired &&
+	return p.size == q.size && p.state == q.state && p.published == q.published && p.retired == q.retired && p.replaced == q.replaced &&
 		bytes.Equal(p.meta[0], q.meta[0]) && bytes.Equal(p.meta[1], q.meta[1])
 }
 
@@ -283,6 +356,9 @@ func readFingerprint(f *os.File) (*fingerprint, error) {
 		return nil, err
 	}
 	if fp.retired, err = readWord(f, header.RetiredOffset); err != nil {
+		return nil, err
+	}
+	if fp.replaced, err = readWord(f, header.ReplacedOffset); err != nil {
 		return nil, err
 	}
 	return fp, nil
