@@ -70,6 +70,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	inPlace := opt.Output == "" || sameFile(opt.Output, path)
 	var f *os.File
 	var size int64
+	var img image
 	var hold *rewriteHold // a rewrite in place: the file is replaced
 	var err error
 	if inPlace && !opt.DryRun {
@@ -77,7 +78,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 			return nil, err
 		}
 		defer hold.release()
-		f, size = hold.f, hold.size
+		f, size, img = hold.f, hold.size, hold.image()
 	} else {
 		var writable bool
 		if f, size, writable, err = openOriginal(path, inPlace); err != nil {
@@ -89,9 +90,9 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 			return nil, err
 		}
 		defer ex.release()
+		img = &fileImage{f: f, size: size}
 	}
 
-	img := &fileImage{f: f, size: size}
 	a, err := analyze(img, boot, nil)
 	if err != nil {
 		return nil, fmt.Errorf("recover: reading %s: %w", path, err)
