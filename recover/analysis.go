@@ -866,9 +866,22 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 		a.note(Interrupted, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
 			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
 	}
-	if res.exact {
+	switch {
+	case a.anyLive:
+		// The resolution weighs the counter sum against the item count,
+		// which live writers are changing (an Add of theirs raises the
+		// counters before the count): read now, neither is the settled
+		// value Repair weighs once it holds the writers. Unsure, not a
+		// Rebuild.
+		how := "it looks exact"
+		if !res.exact {
+			how = "it does not look exact (" + res.why + ")"
+		}
+		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,
+			"live writers are changing the counts the resolution of these operations relies on, so Verify cannot tell whether Repair ends them exactly (read now, %s): run Repair, which holds the writers while it decides, and lists the filter for Rebuild only if it cannot", how)
+	case res.exact:
 		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
-	} else {
+	default:
 		a.needRebuild[i] = true
 		a.note(Dirty, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,
 			"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)

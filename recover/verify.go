@@ -18,7 +18,11 @@ import (
 // that another process is growing is read again until a snapshot no growth
 // overlapped confirms any damage; if growths overlap every read for 5 s,
 // the error wraps ErrBusy (a growth in progress is never reported as
-// damage).
+// damage). While other processes write the file, the operations that dead
+// writers cut short are judged by counts those writers are changing: Verify
+// then reports them Interrupted and says it cannot tell whether Repair ends
+// them exactly (Repair holds the writers while it decides); it never lists
+// a filter for Rebuild on such counts.
 func Verify(path string) (*Report, error) { return VerifyWithOptions(path, nil) }
 
 // VerifyWithOptions is Verify with options (a boot identity for tests).
