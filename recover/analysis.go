@@ -488,9 +488,10 @@ func (a *analysis) readLines() {
 // over an id at or below the frontier, the largest id of the older filters'
 // ranges: an id there goes into its index instead. So its range overlapping
 // an older filter's breaks what the file's routing promises, and Removes of
-// ids in the overlap can be refused with scaling.ErrAmbiguous: damage that
-// Repair cannot undo (it would have to know which filter each key went to),
-// but Compact can. A filter without an index (the first of a chain, one a
+// ids in the overlap can be refused with scaling.ErrAmbiguous, which Repair
+// cannot undo (it would have to know which filter each key went to), but
+// Compact can. It is reported as a located note, not as damage, because
+// Rebuild itself can widen a newest filter whose line was lost this way. A filter without an index (the first of a chain, one a
 // 1.0 library appended, an imported one) widens its range as version 1.0
 // did, over older ones: for it an overlap is a note.
 func (a *analysis) checkOverlaps() {
@@ -510,8 +511,11 @@ func (a *analysis) checkOverlaps() {
 			}
 			off := a.line(j) + header.FilterMinIDOffset
 			if fj.desc.IndexBytes() > 0 {
-				a.note(Damaged, a.entry(j), -1, off, "id range", header.ErrCorrupt,
-					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d], which this filter's routing never does (it has a late-add index: ids at or below the older filters' ranges go there): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; lookups are not affected. Repair cannot undo it; Compact rewrites the chain as one filter",
+				// A note, not damage: Rebuild of a newest filter whose line
+				// an OS crash lost re-adds its keys from the filter's first
+				// id, and can make such an overlap itself.
+				a.note(Clean, a.entry(j), -1, off, "id range", nil,
+					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d], which this filter's routing never does (it has a late-add index: ids at or below the older filters' ranges go there; an Add before the fix of issue 27 item 2, or a Rebuild of this filter, widened it): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; lookups are not affected. Repair cannot undo it; Compact rewrites the chain as one filter",
 					fj.minID, fj.maxID, fi.minID, fi.maxID, a.entry(i), lo, hi)
 			} else {
 				a.note(Clean, a.entry(j), -1, off, "id range", nil,
