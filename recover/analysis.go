@@ -190,6 +190,7 @@ func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, erro
 	a.readHot()
 	a.checkSize()
 	a.readLines()
+	a.checkOverlaps()
 	if err := a.readCounts(img); err != nil {
 		return nil, err
 	}
@@ -479,6 +480,49 @@ func (a *analysis) readLines() {
 			a.needRebuild[i] = true
 		}
 		fi.dirty = a.hotOK && a.phase != seqnum.Clean && fi.mark&^seqnum.Pending == a.epoch
+	}
+}
+
+// checkOverlaps reports filters whose id ranges overlap (docs/FORMAT.md,
+// scaling's route). A filter with a late-add index never widens its range
+// over an id at or below the frontier, the largest id of the older filters'
+// ranges: an id there goes into its index instead. So its range overlapping
+// an older filter's breaks what the file's routing promises, and Removes of
+// ids in the overlap can be refused with scaling.ErrAmbiguous, which Repair
+// cannot undo (it would have to know which filter each key went to), but
+// Compact can. It is reported as a located note, not as damage, because
+// Rebuild itself can widen a newest filter whose line was lost this way. A filter without an index (the first of a chain, one a
+// 1.0 library appended, an imported one) widens its range as version 1.0
+// did, over older ones: for it an overlap is a note.
+func (a *analysis) checkOverlaps() {
+	for j := range a.filters {
+		fj := &a.filters[j]
+		if !fj.lineOK || fj.minID == math.MaxUint64 {
+			continue
+		}
+		for i := range j {
+			fi := &a.filters[i]
+			if !fi.lineOK || fi.minID == math.MaxUint64 {
+				continue
+			}
+			lo, hi := max(fi.minID, fj.minID), min(fi.maxID, fj.maxID)
+			if lo > hi {
+				continue
+			}
+			off := a.line(j) + header.FilterMinIDOffset
+			if fj.desc.IndexBytes() > 0 {
+				// A note, not damage: Rebuild of a newest filter whose line
+				// an OS crash lost re-adds its keys from the filter's first
+				// id, and can make such an overlap itself.
+				a.note(Clean, a.entry(j), -1, off, "id range", nil,
+					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d], which this filter's routing never does (it has a late-add index: ids at or below the older filters' ranges go there; an Add before the fix of issue 27 item 2, or a Rebuild of this filter, widened it): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; lookups are not affected. Repair cannot undo it; Compact rewrites the chain as one filter",
+					fj.minID, fj.maxID, fi.minID, fi.maxID, a.entry(i), lo, hi)
+			} else {
+				a.note(Clean, a.entry(j), -1, off, "id range", nil,
+					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d] (a filter without a late-add index widens its range as version 1.0 did): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; Compact rewrites the chain as one filter",
+					fj.minID, fj.maxID, fi.minID, fi.maxID, a.entry(i), lo, hi)
+			}
+		}
 	}
 }
 
@@ -866,9 +910,22 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 		a.note(Interrupted, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
 			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
 	}
-	if res.exact {
+	switch {
+	case a.anyLive:
+		// The resolution weighs the counter sum against the item count,
+		// which live writers are changing (an Add of theirs raises the
+		// counters before the count): read now, neither is the settled
+		// value Repair weighs once it holds the writers. Unsure, not a
+		// Rebuild.
+		how := "it looks exact"
+		if !res.exact {
+			how = "it does not look exact (" + res.why + ")"
+		}
+		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,
+			"live writers are changing the counts the resolution of these operations relies on, so Verify cannot tell whether Repair ends them exactly (read now, %s): run Repair, which holds the writers while it decides, and lists the filter for Rebuild only if it cannot", how)
+	case res.exact:
 		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
-	} else {
+	default:
 		a.needRebuild[i] = true
 		a.note(Dirty, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,
 			"Repair cannot resolve the cut-short operations exactly (%s): it will leave the counters high (no false negatives) and the filter needs Rebuild", res.why)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,6 +29,15 @@ type BackupOptions struct {
 	// LockTimeout is the longest wait for a lock of src held by another
 	// process (scaling.OpenOptions.LockTimeout).
 	LockTimeout time.Duration
+	// Hold, if not 0, is the longest Backup may hold the file's writers
+	// for one copy when no quiet copy was had within Wait (writers that
+	// never pause): it freezes the file as a whole-file rewrite does
+	// (scaling.Freeze: Adds and Removes wait, lookups go on), copies it,
+	// and lets the writers go on (scaling.Frozen.Abort). A copy that
+	// outlasts Hold is given up (the writers go on at once) and Backup
+	// fails with ErrNoQuietMoment. 0 never holds writers. Files older than
+	// format 1.3 cannot be held (their handles do not watch for a freeze).
+	Hold time.Duration
 	// BootID overrides the machine's boot identity (tests).
 	BootID string
 }
@@ -35,8 +45,11 @@ type BackupOptions struct {
 // BackupReport describes the copy Backup wrote.
 type BackupReport struct {
 	Bytes    int64  // size of the copy
-	Epoch    uint64 // epoch of the flush whose file the copy equals
-	Attempts int    // copies made: 1, plus one per copy a writer spoiled
+	Epoch    uint64 // epoch of the flush whose file the copy equals (for a held copy: of the copy's own flush)
+	Attempts int    // copies made: 1, plus one per copy a writer spoiled (a held copy counts one)
+	// Held is how long the writers were held for the copy (0: they were
+	// not): measured from before the freeze to its end, so at most that.
+	Held time.Duration
 	// MemSeqnum and DiskSeqnum are the copy's, as it opens read-only.
 	MemSeqnum, DiskSeqnum uint64
 }
@@ -54,24 +67,30 @@ var syncDir = mmapfile.SyncDir
 //
 // It opens src for writing (so an interrupted or dirty file is refused with
 // scaling's error) and then, until a copy succeeds:
-//  1. flushes src;
-//  2. reads the state word, the published filter count, both metadata
-//     copies and the file size: the phase must be clean, and both copies
-//     must list the published number of filters (a growth rewrites them
-//     while the phase is clean);
+//  1. opens the file now at src again if a whole-file rewrite (Compact,
+//     Repair in place) has renamed another file there, and flushes it;
+//  2. reads the state word, the replaced word, the published filter count,
+//     both metadata copies and the file size: the phase must be clean, no
+//     rewrite may hold the file (the replaced word is clear), and both
+//     copies must list the published number of filters (a growth rewrites
+//     them while the phase is clean);
 //  3. copies every byte of src to a temporary file beside dst;
 //  4. reads those words again. Every change to a filter's counters first
 //     moves the phase away from clean, which returns to clean only through
-//     a flush that advances the epoch, and a new filter changes the count
-//     and the metadata: if nothing changed, the copy equals the flushed
+//     a flush that advances the epoch, a new filter changes the count and
+//     the metadata, and a rewrite sets the replaced word before it renames
+//     its file over src: if nothing changed, the copy equals the flushed
 //     file. The copy must also hold no operation in flight.
 //
 // A spoiled copy is retried, for at most o.Wait, after which Backup fails
 // with ErrNoQuietMoment and leaves no dst. A good copy gets every writer slot
-// marked closed (their owners are processes using src), is synced, renamed
-// to dst, and the directory synced; an error of that last sync is returned
-// (dst is then in place, but its name may not survive a crash). Last, dst
-// is opened read-only: it must be clean.
+// marked closed (their owners are processes using src) and is synced; it
+// is then opened read-only and verified as Verify does, and must be clean,
+// before it is renamed to dst (without Overwrite, a dst that appeared
+// meanwhile is not replaced) and the directory synced. So dst is either
+// untouched (every error but the last) or a copy that opens and verifies
+// clean; an error of that last sync is returned (dst is then in place, but
+// its name may not survive a crash).
 func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupReport, error) {
 	var opt BackupOptions
 	if o != nil {
@@ -87,11 +106,6 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 		return nil, err
 	}
 	defer f.Close()
-	in, err := os.Open(src)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
 	if err != nil {
 		return nil, err
@@ -102,29 +116,77 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			os.Remove(tmp.Name())
 		}
 	}()
-	rep, err := quietCopy(ctx, f, in, tmp, opt.Wait)
+	if st, err := os.Stat(src); err == nil {
+		// The copy has the source's permissions (CreateTemp made it 0600).
+		if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+			return nil, err
+		}
+	}
+	c := &copier{f: f, path: src, tmp: tmp}
+	defer c.close()
+	rep, err := c.quietCopy(ctx, opt.Wait)
+	if errors.Is(err, ErrNoQuietMoment) && opt.Hold > 0 {
+		c.close()
+		rep, err = c.heldCopy(ctx, opt.Hold, opt.LockTimeout, currentBoot(opt.BootID), rep)
+	}
 	if err != nil {
 		return nil, err
 	}
+	c.close()
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	if err := install(tmp, dst); err != nil {
+	if err := seal(tmp); err != nil {
+		return nil, err
+	}
+	if err := checkCopy(tmp.Name(), dst, opt.BootID, rep); err != nil {
+		return nil, err
+	}
+	if err := install(tmp.Name(), dst, opt.Overwrite); err != nil {
 		return nil, err
 	}
 	tmp = nil
 	if err := syncDir(filepath.Dir(dst)); err != nil {
 		return nil, fmt.Errorf("recover: the copy %s is in place, but: %w", dst, err)
 	}
-	if err := checkCopy(dst, opt.BootID, rep); err != nil {
-		return nil, err
-	}
 	return rep, nil
 }
 
-// quietCopy copies in to tmp until a copy equals the file as of a flush of
-// f, for at most wait after the first attempt.
-func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait time.Duration) (*BackupReport, error) {
+// copier copies the file at path, read through in, to tmp; f is a handle
+// of it (which follows a whole-file rewrite to the file that replaced it).
+type copier struct {
+	f    *scaling.Filter
+	path string
+	in   *os.File // the file at path when the attempt began
+	tmp  *os.File
+}
+
+func (c *copier) close() {
+	if c.in != nil {
+		c.in.Close()
+		c.in = nil
+	}
+}
+
+// current makes c.in the file now at c.path: a rewrite may have renamed
+// another file over it since it was opened.
+func (c *copier) current() error {
+	if c.in != nil && sameOpenFile(c.in, c.path) {
+		return nil
+	}
+	c.close()
+	in, err := os.Open(c.path)
+	if err != nil {
+		return err
+	}
+	c.in = in
+	return nil
+}
+
+// quietCopy copies until a copy equals the file as of a flush, for at most
+// wait after the first attempt. With ErrNoQuietMoment it returns the report
+// so far too.
+func (c *copier) quietCopy(ctx context.Context, wait time.Duration) (*BackupReport, error) {
 	deadline := time.Now().Add(wait)
 	rep := &BackupReport{}
 	for {
@@ -133,12 +195,13 @@ func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait ti
 		}
 		if rep.Attempts > 0 {
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("%w in %v: other processes kept changing %s during every copy (%d attempts)", ErrNoQuietMoment, wait, in.Name(), rep.Attempts)
+				// (rep counts the attempts, for a held copy after them)
+				return rep, fmt.Errorf("%w in %v: other processes kept changing %s during every copy (%d attempts)", ErrNoQuietMoment, wait, c.path, rep.Attempts)
 			}
 			time.Sleep(time.Duration(min(rep.Attempts, 20)) * 5 * time.Millisecond)
 		}
 		rep.Attempts++
-		ok, err := copyOnce(f, in, tmp, rep)
+		ok, err := c.copyOnce(rep)
 		if err != nil {
 			return nil, err
 		}
@@ -148,18 +211,28 @@ func quietCopy(ctx context.Context, f *scaling.Filter, in, tmp *os.File, wait ti
 	}
 }
 
-// copyOnce flushes f and copies in to tmp; it reports whether the copy
-// equals the flushed file, and then sets rep's Bytes and Epoch.
-func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, error) {
-	if err := f.Flush(); err != nil {
+// copyOnce flushes the file and copies it to tmp; it reports whether the
+// copy equals the flushed file, and then sets rep's Bytes and Epoch.
+func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
+	if err := c.current(); err != nil {
+		return false, err
+	}
+	if err := step("backup opened"); err != nil {
+		return false, err
+	}
+	if err := c.f.Flush(); err != nil {
 		return false, fmt.Errorf("flush: %w", err)
 	}
+	in, tmp := c.in, c.tmp
 	before, err := readFingerprint(in)
 	if err != nil {
 		return false, err
 	}
 	if _, ph := seqnum.Unpack(before.state); ph != seqnum.Clean {
 		return false, nil // a writer changed it since our flush
+	}
+	if before.replaced != header.ReplaceNone {
+		return false, nil // a rewrite holds it, or replaced it: the next attempt copies the file at the path
 	}
 	if !before.settled() {
 		return false, nil // a growth is writing the metadata
@@ -173,7 +246,7 @@ func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, err
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return false, nil // shrank? never in this format, but do not trust it
 		}
-		return false, fmt.Errorf("copying %s: %w", in.Name(), err)
+		return false, fmt.Errorf("copying %s: %w", c.path, err)
 	}
 	n := before.size
 	if err := step("backup copied"); err != nil {
@@ -192,9 +265,113 @@ func copyOnce(f *scaling.Filter, in, tmp *os.File, rep *BackupReport) (bool, err
 	return true, nil
 }
 
-// install marks every writer slot of the copy tmp closed, syncs it, closes
-// it and renames it to dst.
-func install(tmp *os.File, dst string) error {
+// heldCopy copies the file with its writers held (scaling.Freeze), for at
+// most hold; lockWait bounds the wait for the freeze's locks. The frozen
+// file has no operation of a live writer in flight and does not change, so
+// the copy is consistent; if the file was not flushed since its last
+// change, the copy is then marked clean as a flush would (on this boot the
+// page cache held every change). rep counts the attempts before.
+func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boot bootID, rep *BackupReport) (*BackupReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep.Attempts++
+	start := time.Now()
+	fz, err := scaling.Freeze(c.path, lockWait)
+	if errors.Is(err, scaling.ErrNotLive) {
+		return nil, fmt.Errorf("%w: %s is in a format older than 1.3, whose writers cannot be held for a copy: stop them", ErrNoQuietMoment, c.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("holding the writers of %s: %w", c.path, err)
+	}
+	defer fz.Abort()
+	in := fz.File()
+	fp, err := readFingerprint(in)
+	if err != nil {
+		return nil, err
+	}
+	if !fp.settled() { // the growth lock is held: a growth its process died in
+		return nil, fmt.Errorf("recover: %s has a growth cut short: open it read-write or repair it first", c.path)
+	}
+	if err := c.tmp.Truncate(0); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		if err := step("backup holding"); err != nil {
+			done <- err
+			return
+		}
+		done <- mmapfile.CopySparse(c.tmp, in, fp.size)
+	}()
+	timer := time.NewTimer(hold)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+		fz.Abort()
+		rep.Held = time.Since(start)
+	case <-timer.C:
+		fz.Abort() // the writers go on now; the copy is given up
+		<-done
+		return nil, fmt.Errorf("%w: copying %s with its writers held took over --hold %v (they were let go after %v): allow a longer hold", ErrNoQuietMoment, c.path, hold, time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copying %s: %w", c.path, err)
+	}
+	if err := step("backup held copy"); err != nil {
+		return nil, err
+	}
+	// The freeze's word is the original's business: the copy starts live.
+	if _, err := c.tmp.WriteAt(make([]byte, 8), header.ReplacedOffset); err != nil {
+		return nil, err
+	}
+	if err := flushCopy(c.tmp, fp.size, boot, c.path); err != nil {
+		return nil, err
+	}
+	if fi, err := c.tmp.Stat(); err == nil {
+		rep.Bytes = fi.Size()
+	}
+	st, err := readWord(c.tmp, header.StateOffset)
+	if err != nil {
+		return nil, err
+	}
+	rep.Epoch, _ = seqnum.Unpack(st)
+	return rep, nil
+}
+
+// flushCopy marks a copy of a held file clean, as a flush would, if it was
+// changed since its last flush (its report is then unflushed: changed on
+// this boot, with no operation in flight). Anything else but clean is
+// refused.
+func flushCopy(tmp *os.File, size int64, boot bootID, src string) error {
+	img := &fileImage{f: tmp, size: size}
+	a, err := analyze(img, boot, nil)
+	if err != nil {
+		return fmt.Errorf("recover: reading the copy of %s: %w", src, err)
+	}
+	switch r := a.report(src); r.State {
+	case Clean:
+		return nil
+	case Unflushed:
+	default:
+		return fmt.Errorf("recover: %s is %s (%w); repair it first", src, r.State, r.Err())
+	}
+	p, err := a.plan(img, nil)
+	if err != nil {
+		return fmt.Errorf("recover: marking the copy of %s clean: %w", src, err)
+	}
+	if err := p.writeTo(tmp); err != nil {
+		return err
+	}
+	if p.size != size {
+		return tmp.Truncate(p.size)
+	}
+	return nil
+}
+
+// seal marks every writer slot of the copy tmp closed, syncs it and closes
+// it.
+func seal(tmp *os.File) error {
 	// The owners of the writer slots are running processes of the original
 	// (this one included); in the copy nobody owns them.
 	var zero [8]byte
@@ -206,22 +383,45 @@ func install(tmp *os.File, dst string) error {
 	if err := tmp.Sync(); err != nil {
 		return err
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return tmp.Close()
 }
 
-// checkCopy opens dst as a reader would and records its seqnums in rep: it
-// must be clean.
-func checkCopy(dst, bootID string, rep *BackupReport) error {
-	c, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
+// install renames the checked copy tmp to dst. Without overwrite it links
+// instead, so that a dst made since Backup began is not replaced, falling
+// back to a rename where the file system has no hard links.
+func install(tmp, dst string, overwrite bool) error {
+	if !overwrite {
+		err := os.Link(tmp, dst)
+		if err == nil {
+			return os.Remove(tmp)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			return fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
+		}
+	}
+	return os.Rename(tmp, dst)
+}
+
+// checkCopy opens the copy at path (to be installed as dst) as a reader
+// would and verifies it; it must be clean. It records its seqnums in rep.
+func checkCopy(path, dst, bootID string, rep *BackupReport) error {
+	c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
 	if err != nil {
-		return fmt.Errorf("the copy %s does not open: %w", dst, err)
+		return fmt.Errorf("recover: the copy of %s does not open, so it was not installed: %w", dst, err)
 	}
 	defer c.Close()
 	if cond := c.Condition(); cond != scaling.Clean {
-		return errors.New("the copy " + dst + " is " + cond.String() + ", not clean")
+		return fmt.Errorf("recover: the copy of %s is %s, not clean, so it was not installed", dst, cond)
+	}
+	v, err := VerifyWithOptions(path, &VerifyOptions{BootID: bootID})
+	if err != nil {
+		return fmt.Errorf("recover: verifying the copy of %s: %w", dst, err)
+	}
+	if v.State != Clean {
+		return fmt.Errorf("recover: the copy of %s does not verify clean, so it was not installed: %w", dst, v.Err())
 	}
 	rep.MemSeqnum, rep.DiskSeqnum = c.MemSeqnum(), c.DiskSeqnum()
 	return nil
@@ -233,6 +433,7 @@ type fingerprint struct {
 	state     uint64 // the state word: phase and epoch
 	published uint64 // the number of filters ever published
 	retired   uint64 // the hot retired word: the number of filters ever retired
+	replaced  uint64 // the hot replaced word: set by a whole-file rewrite
 	meta      [2][]byte
 }
 
@@ -240,7 +441,7 @@ type fingerprint struct {
 var metaOffsets = [2]int64{header.MetaAOffset, header.MetaBOffset}
 
 func (p *fingerprint) equal(q *fingerprint) bool {
-	return p.size == q.size && p.state == q.state && p.published == q.published && p.retired == q.retired &&
+	return p.size == q.size && p.state == q.state && p.published == q.published && p.retired == q.retired && p.replaced == q.replaced &&
 		bytes.Equal(p.meta[0], q.meta[0]) && bytes.Equal(p.meta[1], q.meta[1])
 }
 
@@ -285,6 +486,9 @@ func readFingerprint(f *os.File) (*fingerprint, error) {
 	if fp.retired, err = readWord(f, header.RetiredOffset); err != nil {
 		return nil, err
 	}
+	if fp.replaced, err = readWord(f, header.ReplacedOffset); err != nil {
+		return nil, err
+	}
 	return fp, nil
 }
 
@@ -313,4 +517,122 @@ func inFlight(r io.ReaderAt) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// RestoreOptions configure Restore. A nil *RestoreOptions means the zero
+// value.
+type RestoreOptions struct {
+	// Wait bounds the wait for the file being replaced (see
+	// RepairOptions.Wait: a file of format 1.3 is frozen, at least
+	// scaling.DefaultLockTimeout; an older one must be closed by every
+	// process, and 0 refuses at once with ErrBusy).
+	Wait time.Duration
+	// BootID overrides the machine's boot identity (tests).
+	BootID string
+}
+
+// RestoreReport describes what Restore did.
+type RestoreReport struct {
+	Bytes int64 // size of the restored file
+	// Replaced: a file was at dst and was replaced; its handles (of a file
+	// of format 1.3) moved to the restored file.
+	Replaced bool
+}
+
+// Restore puts the backup at dst, replacing the file there while other
+// processes may have it open: the one safe way to put a backup back. A
+// copy of a file under the path (cp, or a rename without the freeze)
+// leaves every process that has the file open answering from, and writing
+// to, the file it opened, and a copy over the open file mixes the two under
+// its handles' mappings.
+//
+// The backup must verify clean. It is copied (keeping its holes and the
+// mode of the file it replaces, else its own) to a temporary file beside
+// dst, synced, opened and verified clean. If a file is at dst, it is held
+// as Repair in place holds it (a file of format 1.3 is frozen: Adds and
+// Removes wait, lookups answer from it, and every handle moves to the
+// restored file once it is in place; an older file must be closed by every
+// process); the copy is renamed over dst and the directory synced. The
+// file replaced is not kept: take a Backup of it first if you may want it.
+// Everything written to dst since the backup was taken is lost: that is
+// what restoring means. On an error before the rename, dst is untouched.
+func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*RestoreReport, error) {
+	var opt RestoreOptions
+	if o != nil {
+		opt = *o
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := VerifyWithOptions(backup, &VerifyOptions{BootID: opt.BootID})
+	if err != nil {
+		return nil, err
+	}
+	if v.State != Clean {
+		return nil, fmt.Errorf("recover: the backup %s is %s, not clean, so it was not restored: %w", backup, v.State, v.Err())
+	}
+	if real, err := filepath.EvalSymlinks(dst); err == nil {
+		dst = real
+	}
+	in, size, err := openRegular(backup, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".restore-*")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	mode, err := in.Stat()
+	if st, e := os.Stat(dst); e == nil {
+		mode = st
+	}
+	if err == nil {
+		err = tmp.Chmod(mode.Mode().Perm())
+	}
+	if err == nil {
+		err = mmapfile.CopySparse(tmp, in, size)
+	}
+	if err == nil {
+		err = seal(tmp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recover: copying %s: %w", backup, err)
+	}
+	if err := checkCopy(tmp.Name(), dst, opt.BootID, &BackupReport{}); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := &RestoreReport{Bytes: size}
+	if _, err := os.Lstat(dst); err != nil {
+		if err := install(tmp.Name(), dst, false); err != nil {
+			return nil, err
+		}
+		tmp = nil
+		return rep, syncDir(filepath.Dir(dst))
+	}
+	hold, err := holdForRewrite(dst, opt.Wait)
+	if err != nil {
+		return nil, err
+	}
+	defer hold.release()
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	tmp = nil
+	rep.Replaced = true
+	err = syncDir(filepath.Dir(dst))
+	hold.done() // the handles of the replaced file move to the restored one
+	if err != nil {
+		return nil, fmt.Errorf("recover: the restored file %s is in place, but: %w", dst, err)
+	}
+	return rep, nil
 }

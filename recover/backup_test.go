@@ -338,3 +338,76 @@ func TestBackupKeepsHoles(t *testing.T) {
 		t.Error("the copy's bytes differ from the source's")
 	}
 }
+
+// TestBackupRacingCompact: a Compact that replaces src after Backup opened
+// it, before the copy, leaves the copy Backup read holding the replaced
+// word of a file no longer at its path. Backup must notice and copy the
+// file now at src: dst opens and verifies clean and holds every key.
+func TestBackupRacingCompact(t *testing.T) {
+	src := newFile(t, 1000, counting4.Blocked1024, 200)
+	dst := filepath.Join(t.TempDir(), "copy.dbl")
+	compacted := 0
+	hook = func(s string) error {
+		if s != "backup opened" || compacted > 0 {
+			return nil
+		}
+		compacted++
+		_, err := Compact(src, keysSource(200), &CompactOptions{BootID: testBoot})
+		return err
+	}
+	defer func() { hook = nil }()
+	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Wait: 10 * time.Second})
+	if compacted != 1 {
+		t.Fatalf("the compaction ran %d times: the test shows nothing", compacted)
+	}
+	if err != nil {
+		checkNoBackup(t, dst, false)
+		t.Fatalf("Backup: %v", err)
+	}
+	checkBackup(t, dst, rep)
+	if rep.Attempts < 2 {
+		t.Errorf("%d attempts: the copy of the replaced file was not refused", rep.Attempts)
+	}
+}
+
+// TestBackupChecksBeforeInstall: a copy that does not open clean (here one
+// whose replaced word a fault set after the copy) is refused before it
+// reaches dst: Backup fails and the file at dst is the one that was there.
+func TestBackupChecksBeforeInstall(t *testing.T) {
+	src := newFile(t, 1000, counting4.Blocked1024, 200)
+	dst := filepath.Join(t.TempDir(), "copy.dbl")
+	createDst(t, src, dst)
+	spoiled := 0
+	hook = func(s string) error {
+		if s != "backup copied" {
+			return nil
+		}
+		names, err := filepath.Glob(filepath.Join(filepath.Dir(dst), ".copy.dbl.tmp*"))
+		if err != nil || len(names) != 1 {
+			return fmt.Errorf("the temporary copy: %v %v", names, err)
+		}
+		fh, err := os.OpenFile(names[0], os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], header.ReplaceDone)
+		spoiled++
+		_, err = fh.WriteAt(w[:], header.ReplacedOffset)
+		return err
+	}
+	defer func() { hook = nil }()
+	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Overwrite: true})
+	if spoiled == 0 {
+		t.Fatal("the copy was not spoiled: the test shows nothing")
+	}
+	if err == nil {
+		t.Fatalf("Backup = %+v, nil; want an error for a copy that does not open", rep)
+	}
+	b, rerr := os.ReadFile(dst)
+	if rerr != nil || string(b) != "not a dablooms file" {
+		t.Errorf("after the error dst holds %d bytes (%v), not the file that was there", len(b), rerr)
+	}
+	checkNoBackup(t, dst, true)
+}

@@ -1,6 +1,7 @@
 package recover
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -126,7 +127,17 @@ var ErrCompactSource = errors.New("recover: compact: the source failed")
 // be readable: ErrUnrepairable otherwise. The error wraps ErrCompactSource
 // when src failed. The report is nil when the error is not.
 func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error) {
+	return CompactContext(context.Background(), path, src, o)
+}
+
+// CompactContext is Compact, stopped when ctx is done: the Source's adds
+// then fail with ctx's error, the file is left as it was, and the error
+// wraps ctx's (a cancellation after the rename is too late to stop it).
+func CompactContext(ctx context.Context, path string, src Source, o *CompactOptions) (*CompactReport, error) {
 	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if src == nil {
 		return nil, fmt.Errorf("%w (Compact)", ErrNoSource)
 	}
@@ -151,7 +162,8 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 	f, size := hold.f, hold.size
 	removeCompactLeftovers(path)
 
-	a, err := analyze(&fileImage{f: f, size: size}, currentBoot(opt.BootID), nil)
+	src = ctxSource(ctx, src)
+	a, err := analyze(withContext(ctx, &fileImage{f: f, size: size}), currentBoot(opt.BootID), nil)
 	if err != nil {
 		return nil, fmt.Errorf("recover: reading %s: %w", path, err)
 	}
@@ -173,6 +185,10 @@ func Compact(path string, src Source, o *CompactOptions) (*CompactReport, error)
 	tmp, err := buildCompacted(path, f, a.meta.Params, src, rep, &opt)
 	if err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		os.Remove(tmp)
+		return nil, err // the last moment nothing was replaced
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)

@@ -44,4 +44,12 @@
 // directory, sync it, and rename it over the original (keeping the original
 // as a backup) or write it to RepairOptions.Output, then sync the directory.
 // An interruption at any point leaves either the old file or the new one.
+//
+// VerifyContext, RepairContext, RebuildContext and CompactContext are the
+// same operations stopped by a context (as Backup and Restore are), in the
+// way of the standard library's QueryContext and DialContext: the functions
+// without a context keep their signatures and call these with
+// context.Background. A canceled context stops the reading of the file and
+// the Source's adds, and nothing is replaced after it; the error is the
+// context's (errors.Is(err, context.Canceled)).
 package recover

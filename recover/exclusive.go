@@ -93,12 +93,66 @@ type rewriteHold struct {
 	size int64
 	fz   *scaling.Frozen // frozen, or
 	ex   *exclusive      // exclusive
+	// staleDone: before the freeze, the replaced word of the held file
+	// said ReplaceDone while the file was at its path, which no rewrite
+	// leaves (the word Open refuses). Freeze stored ReplaceFreezing over
+	// it, so the analysis reads the word as it was (image).
+	staleDone bool
+}
+
+// image is the held file's bytes as they were before the hold: with the
+// replaced word a freeze overwrote.
+func (h *rewriteHold) image() image {
+	img := &fileImage{f: h.f, size: h.size}
+	if !h.staleDone {
+		return img
+	}
+	return &wordImage{image: img, off: header.ReplacedOffset, word: header.ReplaceDone}
+}
+
+// wordImage is an image with the word at off read as word.
+type wordImage struct {
+	image
+	off  int64
+	word uint64
+}
+
+func (w *wordImage) ReadAt(p []byte, off int64) (int, error) {
+	n, err := w.image.ReadAt(p, off)
+	var b [8]byte
+	le.PutUint64(b[:], w.word)
+	for i := range b {
+		if j := w.off + int64(i) - off; j >= 0 && j < int64(n) {
+			p[j] = b[i]
+		}
+	}
+	return n, err
+}
+
+// staleDone opens the file at path and reports whether its replaced word
+// says ReplaceDone while it is still the file at path: a rewrite renames
+// its file over the path before it stores ReplaceDone, so such a word is
+// damage, not a replacement. It returns the file it read (nil if none).
+func staleDone(path string) (*os.File, bool) {
+	f, size, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, false
+	}
+	if size < header.ReplacedOffset+8 {
+		return f, false
+	}
+	w, err := readWord(f, header.ReplacedOffset)
+	return f, err == nil && w == header.ReplaceDone && sameOpenFile(f, path)
 }
 
 // holdForRewrite opens the file at path read-write and holds it for a
 // rewrite, waiting at most wait for other processes (a frozen file: at
 // least scaling.DefaultLockTimeout, for the writers' operations in flight).
 func holdForRewrite(path string, wait time.Duration) (*rewriteHold, error) {
+	seen, stale := staleDone(path)
+	if seen != nil {
+		defer seen.Close()
+	}
 	fz, err := scaling.Freeze(path, wait)
 	switch {
 	case err == nil:
@@ -107,7 +161,13 @@ func holdForRewrite(path string, wait time.Duration) (*rewriteHold, error) {
 			fz.Abort()
 			return nil, fmt.Errorf("recover: %w", err)
 		}
-		return &rewriteHold{f: fz.File(), size: st.Size(), fz: fz}, nil
+		h := &rewriteHold{f: fz.File(), size: st.Size(), fz: fz}
+		if stale {
+			// The file frozen is the one whose word was read.
+			sf, err := seen.Stat()
+			h.staleDone = err == nil && os.SameFile(sf, st)
+		}
+		return h, nil
 	case !errors.Is(err, scaling.ErrNotLive):
 		return nil, fmt.Errorf("recover: %w", err)
 	}

@@ -1,6 +1,7 @@
 package recover
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,16 @@ import (
 // result to o.Output. It returns the Verify report of the file it wrote. A
 // file with nothing to repair is left alone. The error is non-nil when
 // nothing was written (the report, if any, is then the original's).
-func Repair(path string, o *RepairOptions) (*Report, error) { return run(path, nil, o) }
+func Repair(path string, o *RepairOptions) (*Report, error) {
+	return run(context.Background(), path, nil, o)
+}
+
+// RepairContext is Repair, stopped when ctx is done: it then returns ctx's
+// error, having replaced nothing (a cancellation after the rename that
+// installs the result is too late to stop it, and is not reported).
+func RepairContext(ctx context.Context, path string, o *RepairOptions) (*Report, error) {
+	return run(ctx, path, nil, o)
+}
 
 // Rebuild is Repair for files whose counters cannot be trusted (dirty after
 // a machine restart, corrupt filters): each filter that needs it is zeroed
@@ -38,10 +48,16 @@ func Repair(path string, o *RepairOptions) (*Report, error) { return run(path, n
 // the newest filter, whose line may lag behind its adds. Filters untouched
 // since the last flush are kept as they are. The result is marked clean.
 func Rebuild(path string, src Source, o *RepairOptions) (*Report, error) {
+	return RebuildContext(context.Background(), path, src, o)
+}
+
+// RebuildContext is Rebuild, stopped when ctx is done (as RepairContext is;
+// the Source's adds fail with ctx's error).
+func RebuildContext(ctx context.Context, path string, src Source, o *RepairOptions) (*Report, error) {
 	if src == nil {
 		return nil, ErrNoSource
 	}
-	return run(path, src, o)
+	return run(ctx, path, src, o)
 }
 
 // hook, if set, is called at each step of run; an error stops the run there
@@ -58,7 +74,11 @@ func step(name string) error {
 // run is Repair (src nil) and Rebuild: it takes the file exclusively,
 // analyzes it, plans the patch and, unless there is nothing to repair in
 // place, has replace write the result.
-func run(path string, src Source, o *RepairOptions) (*Report, error) {
+func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	src = ctxSource(ctx, src)
 	var opt RepairOptions
 	if o != nil {
 		opt = *o
@@ -70,6 +90,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	inPlace := opt.Output == "" || sameFile(opt.Output, path)
 	var f *os.File
 	var size int64
+	var img image
 	var hold *rewriteHold // a rewrite in place: the file is replaced
 	var err error
 	if inPlace && !opt.DryRun {
@@ -77,7 +98,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 			return nil, err
 		}
 		defer hold.release()
-		f, size = hold.f, hold.size
+		f, size, img = hold.f, hold.size, hold.image()
 	} else {
 		var writable bool
 		if f, size, writable, err = openOriginal(path, inPlace); err != nil {
@@ -89,9 +110,10 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 			return nil, err
 		}
 		defer ex.release()
+		img = &fileImage{f: f, size: size}
 	}
 
-	img := &fileImage{f: f, size: size}
+	img = withContext(ctx, img)
 	a, err := analyze(img, boot, nil)
 	if err != nil {
 		return nil, fmt.Errorf("recover: reading %s: %w", path, err)
@@ -109,7 +131,7 @@ func run(path string, src Source, o *RepairOptions) (*Report, error) {
 	if !inPlace {
 		target = opt.Output
 	}
-	rep, err := replace(&original{f: f, path: path, size: size, inPlace: inPlace, frozen: hold != nil && hold.fz != nil}, p, target, boot, &opt)
+	rep, err := replace(ctx, &original{f: f, path: path, size: size, inPlace: inPlace, frozen: hold != nil && hold.fz != nil}, p, target, boot, &opt)
 	if hold != nil && !sameOpenFile(hold.f, path) {
 		// Renamed over (even if a later step failed): the handles move.
 		hold.done()
@@ -149,7 +171,7 @@ type original struct {
 // target and checks it; unless opt.DryRun, it then keeps the original as the
 // backup (for a repair in place) and renames the copy over target. It
 // returns the report of the copy.
-func replace(orig *original, p *patch, target string, boot bootID, opt *RepairOptions) (*Report, error) {
+func replace(ctx context.Context, orig *original, p *patch, target string, boot bootID, opt *RepairOptions) (*Report, error) {
 	r, err := newReplacement(target)
 	if err != nil {
 		return nil, err
@@ -169,6 +191,9 @@ func replace(orig *original, p *patch, target string, boot bootID, opt *RepairOp
 	}
 	if opt.DryRun {
 		return rep, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the last moment nothing was replaced
 	}
 	if orig.inPlace {
 		backup := opt.Backup

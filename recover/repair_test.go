@@ -233,3 +233,64 @@ func TestRepairRefusesOpenReader(t *testing.T) {
 		t.Fatalf("Repair after the reader closed: %v, %v", err, rep)
 	}
 }
+
+// TestRepairStaleReplacedWord: a file whose replaced word says ReplaceDone
+// while it is the file at its path (what Backup used to copy from a file a
+// Compact replaced) is refused by Open. Verify says damaged; Repair's
+// report must say what it changed, in a dry run and for real alike, and
+// Open must then succeed. (Repair's own freeze used to overwrite the word
+// before it looked, so it reported "nothing to repair" and yet, by
+// clearing the word as it let go, changed the file.)
+func TestRepairStaleReplacedWord(t *testing.T) {
+	path := newFile(t, 1000, counting4.Blocked1024, 200)
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w [8]byte
+	le.PutUint64(w[:], header.ReplaceDone)
+	_, err = fh.WriteAt(w[:], header.ReplacedOffset)
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot}); err == nil {
+		c.Close()
+		t.Fatal("Open accepts the damaged file: the test shows nothing")
+	}
+	if r := verifyT(t, path); r.State != Damaged {
+		dumpReport(t, r)
+		t.Fatalf("Verify: %s, want damaged", r.State)
+	}
+	says := func(rep *Report) bool {
+		for _, a := range rep.Actions {
+			if strings.Contains(a, "cleared the replaced word") {
+				return true
+			}
+		}
+		return false
+	}
+	before := sum256(t, path)
+	dry, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+	if err != nil || !says(dry) || sum256(t, path) != before {
+		t.Fatalf("dry run: %v; actions %q; file changed: %v", err, dry.Actions, sum256(t, path) != before)
+	}
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !says(rep) || rep.State != Clean || rep.Backup == "" {
+		dumpReport(t, rep)
+		t.Fatalf("Repair reports %s, backup %q, actions %q; want the word cleared", rep.State, rep.Backup, rep.Actions)
+	}
+	c, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	if err != nil {
+		t.Fatalf("after Repair: %v", err)
+	}
+	defer c.Close()
+	for i := 1; i <= 200; i++ {
+		if !c.Contains(key(i)) {
+			t.Fatalf("Repair lost key %d", i)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package recover
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -18,11 +19,21 @@ import (
 // that another process is growing is read again until a snapshot no growth
 // overlapped confirms any damage; if growths overlap every read for 5 s,
 // the error wraps ErrBusy (a growth in progress is never reported as
-// damage).
-func Verify(path string) (*Report, error) { return VerifyWithOptions(path, nil) }
+// damage). While other processes write the file, the operations that dead
+// writers cut short are judged by counts those writers are changing: Verify
+// then reports them Interrupted and says it cannot tell whether Repair ends
+// them exactly (Repair holds the writers while it decides); it never lists
+// a filter for Rebuild on such counts.
+func Verify(path string) (*Report, error) { return VerifyContext(context.Background(), path, nil) }
 
 // VerifyWithOptions is Verify with options (a boot identity for tests).
 func VerifyWithOptions(path string, o *VerifyOptions) (*Report, error) {
+	return VerifyContext(context.Background(), path, o)
+}
+
+// VerifyContext is Verify with options, stopped when ctx is done: it then
+// returns ctx's error (see Verify for the rest).
+func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report, error) {
 	var opt VerifyOptions
 	if o != nil {
 		opt = *o
@@ -32,7 +43,7 @@ func VerifyWithOptions(path string, o *VerifyOptions) (*Report, error) {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := settledAnalysis(f, currentBoot(opt.BootID))
+	a, err := settledAnalysis(ctx, f, currentBoot(opt.BootID))
 	if err != nil {
 		return nil, fmt.Errorf("recover: verify %s: %w", path, err)
 	}
@@ -57,11 +68,14 @@ var verifySettle = 5 * time.Second
 // before or while the file was read. Every snapshot is decoded from a
 // private copy of the bytes (pread), never from memory another process
 // writes.
-func settledAnalysis(f *os.File, boot bootID) (*analysis, error) {
+func settledAnalysis(ctx context.Context, f *os.File, boot bootID) (*analysis, error) {
 	deadline := time.Now().Add(verifySettle)
 	delay := time.Millisecond
 	seen := false // the previous snapshot was settled and found damage
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		growing := heldByOther(f, header.GrowthLockOffset)
 		liveBefore := map[int64]bool{}
 		for s := range header.NumSlots {
@@ -74,9 +88,11 @@ func settledAnalysis(f *os.File, boot bootID) (*analysis, error) {
 		if err != nil {
 			return nil, err
 		}
-		a, err := analyze(&fileImage{f: f, size: st.Size()}, boot, live)
+		a, err := analyze(withContext(ctx, &fileImage{f: f, size: st.Size()}), boot, live)
 		settled := err == nil && !growing && !heldByOther(f, header.GrowthLockOffset) && unchanged(f, a, st.Size())
 		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
 		case err != nil && !growing:
 			return nil, err
 		case err == nil && !a.damaged():

@@ -192,7 +192,12 @@
 //
 // dabloomsctl.backup/v1:
 //
-//	path, dest, bytes, mem_seqnum, disk_seqnum, epoch, attempts
+//	path, dest, bytes, mem_seqnum, disk_seqnum, epoch, attempts,
+//	held_seconds
+//
+// dabloomsctl.restore/v1:
+//
+//	backup, path, bytes, replaced
 //
 // dabloomsctl.bench/v1:
 //

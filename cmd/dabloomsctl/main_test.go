@@ -366,7 +366,7 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "retire", "verify"}
+	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "restore", "retire", "verify"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("commands %v, want %v", names, want)
 	}

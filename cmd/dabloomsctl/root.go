@@ -91,6 +91,7 @@ naming its version.
 		newFlushCmd(a),
 		newRetireCmd(a),
 		newBackupCmd(a),
+		newRestoreCmd(a),
 		newBenchCmd(a),
 		newImportCmd(a),
 		newCompactCmd(a),
