@@ -112,6 +112,10 @@ func (f *Filter) move() error {
 	}
 	o := f.reopen
 	o.ReadOnly = f.ro
+	// A handle goes on with its file when a writer dies beside it; it goes
+	// on with the file that replaced it alike: a writer that died on the
+	// new file (before this handle moved) does not stop it.
+	o.AllowUnclean = true
 	nf, err := Open(f.path, &o)
 	if err != nil {
 		f.moveErr, f.moveTried = fmt.Errorf("%w: %s: opening its successor: %w", ErrReplaced, f.path, err), time.Now()

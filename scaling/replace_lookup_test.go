@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 // TestLookupsSurviveReplacement: a lookup that read its chain before the
@@ -160,5 +163,59 @@ func TestSharedHandleLookupsDuringRewrites(t *testing.T) {
 	wg.Wait()
 	if m := misses.Load(); m != 0 {
 		t.Fatalf("%d of %d lookups answered false for a key every file held", m, lookups.Load())
+	}
+}
+
+// TestMoveFollowsAnInterruptedSuccessor: a handle whose file was replaced
+// follows the new file even when a writer died there first (another
+// process moved, began an operation and was killed before this handle
+// moved). A handle goes on with its own file when a writer dies beside it;
+// the file that replaced it is no different. (Before, every operation of
+// the handle failed with "the handle cannot follow … file is
+// interrupted".)
+func TestMoveFollowsAnInterruptedSuccessor(t *testing.T) {
+	w, path := createFile(t, &Options{Capacity: 5000, Seed: 1})
+	if err := w.Add(replKey(0, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	fz, err := Freeze(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(filepath.Dir(path), "next.dbl")
+	nf, err := Create(tmp, &Options{Capacity: 5000, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nf.Add(replKey(0, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	nf.Close()
+	// A dead writer in slot 9 with an Add in flight.
+	b, err := os.ReadFile(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := header.RecordOffset(9, 0)
+	binary.LittleEndian.PutUint64(b[header.SlotOffset(9)+header.SlotOwnerOffset:], 0x1234)
+	binary.LittleEndian.PutUint64(b[rec+header.RecOpOffset:], uint64(header.OpWord(0).Begin(header.OpAdd, 1)))
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := Open(tmp, nil); err == nil {
+		g.Close()
+		t.Fatal("setup: the new file opens as clean")
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := fz.Done(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add(replKey(0, 2), 2); err != nil {
+		t.Fatalf("Add on the handle after the replacement: %v", err)
+	}
+	if p := w.Params(); p.Seed != 2 {
+		t.Fatalf("the handle did not move: seed %d", p.Seed)
 	}
 }
