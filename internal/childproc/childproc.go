@@ -70,6 +70,12 @@ func (s *Shm) Load(i int) uint64     { return atomic.LoadUint64(&s.w[i]) }
 func (s *Shm) Store(i int, v uint64) { atomic.StoreUint64(&s.w[i], v) }
 func (s *Shm) Add(i int, v uint64)   { atomic.AddUint64(&s.w[i], v) }
 
+// CompareAndSwap stores v in word i if it holds old, and reports whether
+// it did.
+func (s *Shm) CompareAndSwap(i int, old, v uint64) bool {
+	return atomic.CompareAndSwapUint64(&s.w[i], old, v)
+}
+
 // Close unmaps and closes the file.
 func (s *Shm) Close() {
 	unix.Munmap(s.b)

@@ -1,0 +1,807 @@
+package scaling_test
+
+// TestStressWholeAPI: one randomized stress test over the whole public API,
+// where the mechanisms meet (issue 27, "Also required").
+//
+// From one seed, several processes (this test binary re-executed, role
+// "whole") each open one read-write handle that all their goroutines share,
+// and run every public operation at once:
+//
+//   - Add, Remove, Contains and their batches, with ids in step, behind and
+//     backwards; "hot" pairs (one key, one id) added many times by every
+//     process and removed concurrently, most of them late Adds;
+//   - RetireBefore, Flush, private handles (read-only, read-write, and
+//     exclusive ones coming and going);
+//   - Compact (from the truth kept in shared memory), in-place Repair and
+//     Backup (each backup opened, verified and swept) while the others
+//     write;
+//   - SIGKILL of one process at a random moment, whatever it is doing (a
+//     writer, a retirement, a rewrite, an exclusive handle).
+//
+// It checks, as it goes: every Add that returned is found by every handle's
+// later Contains and ContainsBatch, until its id falls below the retirement
+// cut; no Remove of an added pair is refused (no ErrAmbiguous, no
+// ErrNotPresent unless the pair's id was retired), concurrent Removes of
+// one pair included; every installed backup opens, verifies clean and holds
+// every key added before the backup began. At the end, with every process
+// gone: Verify and Repair agree (Verify names no filter for Rebuild, and
+// Repair leaves the file clean), no filter holds more than capacity +
+// slack, no two id ranges overlap, the file reopens with every recorded key,
+// and every hot pair's copies still counted can be removed.
+//
+// Create with Overwrite is the one rewrite left out: it drops every key by
+// design, so no lookup can be checked across it (its move of open handles
+// is TestOverwriteMovesOpenHandles; it shares Freeze and Done with Compact).
+//
+// Sizes: about 2 s under `go test -short`, 4 s under `go test`, and
+// DABLOOMS_STRESS (e.g. 60s) in CI, in rounds of up to 3 s. Every failure
+// names the run's seed; DABLOOMS_STRESS_SEED=<seed> replays the rounds'
+// parameters and the goroutines' choices (the interleaving is the
+// scheduler's).
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/recover"
+	"github.com/dablooms/dablooms/scaling"
+)
+
+var wholeChildren = childproc.Family{Test: "TestStressWholeAPIChild", Prefix: "DABLOOMS_WA_"}
+
+// Shared words of a round.
+const (
+	waAbort    = childproc.CtlAbort
+	waFails    = 1
+	waStop     = 2
+	waCut      = 3  // the retirement cut: keys with smaller ids may be gone
+	waCount    = 8  // + counter: operation counts, for the log
+	waChecked  = 64 // + writer: checked keys of the writer whose Add returned
+	waHotAdds  = waChecked + waMaxWriters
+	waHotAvail = waHotAdds + waHot // + hot pair: copies added and not claimed by a Remove
+	waHotRems  = waHotAvail + waHot
+	waRem      = waHotRems + waHot // + writer*waRemSlots + i: a removable key (see remWord)
+	waWords    = waRem + waMaxWriters*waRemSlots
+
+	waMaxWriters = 64
+	waHot        = 4
+	waRemSlots   = 16
+	waHotMax     = 200 // copies of one hot pair at most: more than IndexMaxProbe
+	waHotBase    = 1000
+	waCutMax     = waHotBase // the cut never passes the hot pairs' ids
+	waBatchMax   = 8
+)
+
+// Operation counters (waCount).
+const (
+	waLookups = iota
+	waAdds
+	waRemoves
+	waHotRemoves
+	waRetires
+	waCompacts
+	waRepairs
+	waBackups
+	waBackupRefused
+	waExclusive
+	waExclusiveBusy
+	waFlushes
+	waRewriteBusy
+	waFull
+	waN
+)
+
+var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "retirements", "compactions",
+	"in-place repairs", "backups", "backups refused", "exclusive handles", "exclusive opens busy",
+	"flushes", "rewrites busy", "ErrFull"}
+
+type waCfg struct {
+	Procs, Gor int
+	Dur        time.Duration
+	Capacity   uint64
+	Growth     float64
+	Seed       uint64
+}
+
+func (c waCfg) writers() int { return c.Procs * c.Gor }
+
+func (c waCfg) String() string {
+	return fmt.Sprintf("capacity %d, growth %.2f, %d processes × %d goroutines, %v", c.Capacity, c.Growth, c.Procs, c.Gor, c.Dur)
+}
+
+// The keys. A checked key is never removed; its id is a function of its
+// writer and number, so that anyone can tell whether it was retired.
+func checkedKey(w int, n uint64) []byte {
+	var b [16]byte
+	b[0] = 'c'
+	binary.LittleEndian.PutUint32(b[4:], uint32(w))
+	binary.LittleEndian.PutUint64(b[8:], n)
+	return b[:]
+}
+
+func removableKey(w int, n uint64) []byte {
+	k := checkedKey(w, n)
+	k[0] = 'r'
+	return k
+}
+
+func hotKey(h int) []byte { return fmt.Appendf(nil, "hot-pair-%d", h) }
+
+func hotID(h int) uint64 { return waHotBase + 13*uint64(h) }
+
+// checkedID: in step with the writer's count most of the time, a little
+// behind one time in eight, far back (anywhere below) one time in sixteen.
+func checkedID(seed uint64, writers, w int, n uint64) uint64 {
+	id := waHotBase/2 + n*uint64(writers) + uint64(w)
+	x := header.Fmix64(seed ^ uint64(w)<<40 ^ n)
+	switch x % 16 {
+	case 0:
+		return x >> 8 % (id + 1)
+	case 1, 2:
+		return id - min(id, x>>8%uint64(50*writers))
+	}
+	return id
+}
+
+// remWord packs a removable key's number and id into one shared word
+// (written before its Add, cleared after its Remove returned).
+func remWord(n, id uint64) uint64       { return 1<<63 | n<<32 | id&0xffffffff }
+func remUnpack(v uint64) (n, id uint64) { return v >> 32 & 0x7fffffff, v & 0xffffffff }
+
+// waRun is one process's part of a round.
+type waRun struct {
+	shm    *childproc.Shm
+	cfg    waCfg
+	proc   int
+	path   string
+	dir    string
+	shared *scaling.Filter
+
+	mu    sync.Mutex
+	fails []string
+}
+
+func (s *waRun) fail(format string, args ...any) {
+	s.shm.Add(waFails, 1)
+	msg := fmt.Sprintf("process %d, round seed %d: ", s.proc, s.cfg.Seed) + fmt.Sprintf(format, args...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.fails) < 20 {
+		s.fails = append(s.fails, msg)
+	}
+}
+
+func (s *waRun) count(c int) { s.shm.Add(waCount+c, 1) }
+
+func (s *waRun) cut() uint64 { return s.shm.Load(waCut) }
+
+// expectPresent fails unless the checked key (w, n) is found by found, or
+// its id has been retired (the cut is read after the lookup: it is raised
+// before a retirement begins).
+func (s *waRun) expectPresent(found bool, w int, n uint64, how string) {
+	s.count(waLookups)
+	if found {
+		return
+	}
+	id := checkedID(s.cfg.Seed, s.cfg.writers(), w, n)
+	if id < s.cut() {
+		return
+	}
+	s.fail("false negative: %s reported checked key %d/%d (id %d, cut %d) absent after its Add returned", how, w, n, id, s.cut())
+}
+
+// waWorker is one goroutine of a process.
+type waWorker struct {
+	s    *waRun
+	g    int
+	w    int // writer index in the round
+	rng  *rand.Rand
+	own  *scaling.Filter // a private handle, or nil
+	how  string          // what own is
+	excl bool            // own is an exclusive handle
+	next time.Time       // the next lifecycle operation (goroutine 0)
+}
+
+func (wk *waWorker) handle() (*scaling.Filter, string) {
+	if wk.own != nil && wk.rng.IntN(2) == 0 {
+		return wk.own, wk.how
+	}
+	return wk.s.shared, "the shared handle"
+}
+
+func (wk *waWorker) writeHandle() (*scaling.Filter, string) {
+	if wk.excl {
+		// The process's other handles wait for it: only it writes.
+		return wk.own, wk.how
+	}
+	if wk.own != nil && wk.how != "a private read-only handle" && wk.rng.IntN(2) == 0 {
+		return wk.own, wk.how
+	}
+	return wk.s.shared, "the shared handle"
+}
+
+// writeErr reports an error of a modification that must succeed.
+func (wk *waWorker) writeErr(err error, what string) {
+	if errors.Is(err, scaling.ErrFull) {
+		wk.s.count(waFull)
+		return
+	}
+	wk.s.fail("%s: %v", what, err)
+}
+
+func (wk *waWorker) addChecked() {
+	s := wk.s
+	n := s.shm.Load(waChecked + wk.w) // only this goroutine writes it
+	h, how := wk.writeHandle()
+	k := 1 + wk.rng.IntN(waBatchMax)
+	if k == 1 {
+		if err := h.Add(checkedKey(wk.w, n), checkedID(s.cfg.Seed, s.cfg.writers(), wk.w, n)); err != nil {
+			wk.writeErr(err, fmt.Sprintf("Add of checked key %d/%d on %s", wk.w, n, how))
+			return
+		}
+		s.count(waAdds)
+		s.shm.Store(waChecked+wk.w, n+1)
+		return
+	}
+	keys, ids := make([][]byte, k), make([]uint64, k)
+	for i := range k {
+		keys[i], ids[i] = checkedKey(wk.w, n+uint64(i)), checkedID(s.cfg.Seed, s.cfg.writers(), wk.w, n+uint64(i))
+	}
+	err := h.AddBatch(keys, ids)
+	done := k
+	if be, ok := err.(*scaling.BatchError); ok {
+		done = be.Index
+		err = be.Err
+	}
+	s.shm.Store(waChecked+wk.w, n+uint64(done))
+	if err != nil {
+		wk.writeErr(err, fmt.Sprintf("AddBatch of checked keys %d/%d… on %s", wk.w, n, how))
+	}
+}
+
+// addRemovable adds a removable key in a free slot, with an id in step,
+// behind or backwards; or, if every slot is taken, removes them all (in a
+// batch or one by one).
+func (wk *waWorker) addRemovable() {
+	s := wk.s
+	base := waRem + wk.w*waRemSlots
+	slot := -1
+	for i := range waRemSlots {
+		if s.shm.Load(base+i) == 0 {
+			slot = i
+			break
+		}
+	}
+	if slot < 0 {
+		wk.removeAll()
+		return
+	}
+	n := s.shm.Load(waChecked+wk.w)<<8 | uint64(slot) // unique per writer
+	id := checkedID(s.cfg.Seed^0x5eed, s.cfg.writers(), wk.w, n>>8)
+	if wk.rng.IntN(4) == 0 {
+		id = wk.rng.Uint64N(id + 1)
+	}
+	s.shm.Store(base+slot, remWord(n, id)) // before the Add: a compaction's source includes it
+	h, how := wk.writeHandle()
+	if err := h.Add(removableKey(wk.w, n), id); err != nil {
+		s.shm.Store(base+slot, 0)
+		wk.writeErr(err, fmt.Sprintf("Add of removable key %d/%d (id %d) on %s", wk.w, n, id, how))
+		return
+	}
+	s.count(waAdds)
+}
+
+func (wk *waWorker) removeAll() {
+	s := wk.s
+	base := waRem + wk.w*waRemSlots
+	h, how := wk.writeHandle()
+	var keys [][]byte
+	var ids []uint64
+	var slots []int
+	for i := range waRemSlots {
+		if v := s.shm.Load(base + i); v != 0 {
+			n, id := remUnpack(v)
+			keys, ids, slots = append(keys, removableKey(wk.w, n)), append(ids, id), append(slots, i)
+		}
+	}
+	results := make([]error, len(keys))
+	if wk.rng.IntN(2) == 0 {
+		if _, err := h.RemoveBatch(keys, ids, results); err != nil {
+			s.fail("RemoveBatch on %s: %v", how, err)
+			return
+		}
+	} else {
+		for i := range keys {
+			results[i] = h.Remove(keys[i], ids[i])
+		}
+	}
+	for i, err := range results {
+		switch {
+		case err == nil:
+			s.count(waRemoves)
+		case errors.Is(err, scaling.ErrNotPresent) && ids[i] < s.cut():
+			// Retired with its filter.
+		default:
+			s.fail("Remove of removable key %q (id %d, cut %d), whose Add returned, on %s: %v", keys[i], ids[i], s.cut(), how, err)
+		}
+		s.shm.Store(base+slots[i], 0)
+	}
+}
+
+// hot adds a copy of a hot pair, or claims one and removes it: every
+// process does both at once, so Removes of one pair race each other.
+func (wk *waWorker) hot() {
+	s := wk.s
+	h := wk.rng.IntN(waHot)
+	avail := s.shm.Load(waHotAvail + h)
+	if avail < waHotMax && (avail == 0 || wk.rng.IntN(3) != 0) {
+		w, how := wk.writeHandle()
+		s.shm.Add(waHotAdds+h, 1) // before the Add: a compaction's source counts it
+		if err := w.Add(hotKey(h), hotID(h)); err != nil {
+			wk.writeErr(err, fmt.Sprintf("Add of hot pair %d on %s", h, how))
+			return
+		}
+		s.count(waAdds)
+		s.shm.Add(waHotAvail+h, 1)
+		return
+	}
+	for {
+		v := s.shm.Load(waHotAvail + h)
+		if v == 0 {
+			return
+		}
+		if s.shm.CompareAndSwap(waHotAvail+h, v, v-1) {
+			break
+		}
+	}
+	w, how := wk.writeHandle()
+	err := w.Remove(hotKey(h), hotID(h))
+	switch {
+	case err == nil:
+		s.count(waHotRemoves)
+		s.shm.Add(waHotRems+h, 1)
+	case errors.Is(err, scaling.ErrNotPresent) && hotID(h) < s.cut():
+	default:
+		s.fail("Remove of hot pair %d (id %d), one of %d copies whose Adds returned and not yet removed, on %s: %v", h, hotID(h), s.shm.Load(waHotAvail+h)+1, how, err)
+	}
+}
+
+// pick chooses a recorded checked key: a writer's newest or an older one.
+func (wk *waWorker) pick() (w int, n uint64, ok bool) {
+	w = wk.rng.IntN(wk.s.cfg.writers())
+	cnt := wk.s.shm.Load(waChecked + w) // read before the lookup begins
+	if cnt == 0 {
+		return 0, 0, false
+	}
+	if wk.rng.IntN(2) == 0 {
+		return w, cnt - 1, true
+	}
+	return w, wk.rng.Uint64N(cnt), true
+}
+
+func (wk *waWorker) lookup() {
+	h, how := wk.handle()
+	if wk.rng.IntN(4) != 0 {
+		if w, n, ok := wk.pick(); ok {
+			wk.s.expectPresent(h.Contains(checkedKey(w, n)), w, n, "Contains on "+how)
+		}
+		return
+	}
+	var ws []int
+	var ns []uint64
+	var keys [][]byte
+	n := 1 + wk.rng.IntN(64)
+	if wk.rng.IntN(8) == 0 {
+		n = 4096 // a long batch: a rewrite is likely to land while it reads
+	}
+	for range n {
+		if w, n, ok := wk.pick(); ok {
+			ws, ns, keys = append(ws, w), append(ns, n), append(keys, checkedKey(w, n))
+		}
+	}
+	out := make([]bool, len(keys))
+	h.ContainsBatch(keys, out)
+	for i := range out {
+		wk.s.expectPresent(out[i], ws[i], ns[i], "ContainsBatch on "+how)
+	}
+}
+
+// toggleOwn opens a private handle (read-only, read-write, or exclusive
+// for a short while) or closes the one the worker holds.
+func (wk *waWorker) toggleOwn() {
+	s := wk.s
+	if wk.own != nil {
+		if err := wk.own.Close(); err != nil {
+			s.fail("Close of %s: %v", wk.how, err)
+		}
+		wk.own = nil
+		return
+	}
+	// A process may have been killed in an operation: the file is then
+	// interrupted until a Repair, and an Open must allow it.
+	o := scaling.OpenOptions{AllowUnclean: true}
+	switch r := wk.rng.IntN(10); {
+	case r < 4:
+		o.ReadOnly, wk.how = true, "a private read-only handle"
+	case r < 8:
+		wk.how = "a private read-write handle"
+	default:
+		o.Exclusive, wk.how = true, "an exclusive handle"
+		o.LockTimeout = 200 * time.Millisecond
+	}
+	h, err := scaling.Open(s.path, &o)
+	switch {
+	case err == nil:
+		wk.own = h
+		if o.Exclusive {
+			s.count(waExclusive)
+			// Other writers wait for it: use it for a moment, then close it.
+			wk.excl = true
+			for range 20 {
+				wk.addChecked()
+				wk.lookup()
+			}
+			wk.toggleOwn()
+			wk.excl = false
+		}
+	case o.Exclusive && (errors.Is(err, scaling.ErrLockTimeout) || errors.Is(err, scaling.ErrBusy)):
+		s.count(waExclusiveBusy) // other writers kept it waiting
+	default:
+		s.fail("Open of %s on the live file: %v", wk.how, err)
+	}
+}
+
+// lifecycle runs one of the operations that stop or replace the file,
+// after checking that no two filters' id ranges overlap.
+func (wk *waWorker) lifecycle() {
+	s := wk.s
+	if err := overlap(s.shared.Stats().Filters); err != nil {
+		s.fail("%v", err)
+	}
+	switch r := wk.rng.IntN(10); {
+	case r < 2:
+		cut := min(s.cut()+uint64(50+wk.rng.IntN(200)), waCutMax)
+		s.shm.Store(waCut, max(s.cut(), cut)) // before the retirement begins (see expectPresent)
+		h, how := wk.writeHandle()
+		if _, err := h.RetireBefore(s.cut()); err != nil {
+			s.fail("RetireBefore(%d) on %s: %v", s.cut(), how, err)
+		}
+		s.count(waRetires)
+	case r < 5:
+		cut := s.cut()
+		_, err := recover.Compact(s.path, s.source(), &recover.CompactOptions{FirstID: cut, Wait: 5 * time.Second})
+		s.rewriteDone(err, "Compact", waCompacts)
+	case r < 7:
+		_, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))})
+		s.rewriteDone(err, "in-place Repair", waRepairs)
+	case r < 9:
+		s.backup(wk)
+	default:
+		h, how := wk.writeHandle()
+		if err := h.Flush(); err != nil {
+			s.fail("Flush on %s: %v", how, err)
+		}
+		s.count(waFlushes)
+	}
+}
+
+// overlap returns an error naming two filters whose id ranges overlap.
+func overlap(fs []scaling.FilterStats) error {
+	for i, a := range fs {
+		for _, b := range fs[i+1:] {
+			if a.FirstID <= a.LastID && b.FirstID <= b.LastID && a.FirstID <= b.LastID && b.FirstID <= a.LastID {
+				return fmt.Errorf("filters %d [%d, %d] and %d [%d, %d] overlap", a.Index, a.FirstID, a.LastID, b.Index, b.FirstID, b.LastID)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *waRun) rewriteDone(err error, what string, c int) {
+	switch {
+	case err == nil:
+		s.count(c)
+	case errors.Is(err, scaling.ErrBusy) || errors.Is(err, scaling.ErrLockTimeout):
+		s.count(waRewriteBusy) // another rewrite or an exclusive handle held it
+	default:
+		s.fail("%s of the live file: %v", what, err)
+	}
+}
+
+// source is the round's truth, for Compact: every checked key whose Add
+// may have returned (a batch's worth beyond the count), every removable
+// key in a slot, and every hot pair as many times as its Adds begun minus
+// its Removes returned. A key whose Add has not happened yet is harmless
+// (one copy too many); a missing one would be a false negative.
+func (s *waRun) source() recover.Source {
+	return func(first, last uint64, add func([]byte, uint64) error) error {
+		in := func(id uint64) bool { return first <= id && id <= last }
+		for w := range s.cfg.writers() {
+			cnt := s.shm.Load(waChecked + w)
+			for n := uint64(0); n < cnt+waBatchMax; n++ {
+				if id := checkedID(s.cfg.Seed, s.cfg.writers(), w, n); in(id) {
+					if err := add(checkedKey(w, n), id); err != nil {
+						return err
+					}
+				}
+			}
+			for i := range waRemSlots {
+				if v := s.shm.Load(waRem + w*waRemSlots + i); v != 0 {
+					if n, id := remUnpack(v); in(id) {
+						if err := add(removableKey(w, n), id); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		for h := range waHot {
+			if !in(hotID(h)) {
+				continue
+			}
+			copies := int64(s.shm.Load(waHotAdds+h)) - int64(s.shm.Load(waHotRems+h))
+			for range max(copies, 0) {
+				if err := add(hotKey(h), hotID(h)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// backup takes a backup while everyone writes; one that is installed must
+// open, verify clean and hold every checked key recorded before it began.
+func (s *waRun) backup(wk *waWorker) {
+	var before []uint64
+	for w := range s.cfg.writers() {
+		before = append(before, s.shm.Load(waChecked+w))
+	}
+	dst := filepath.Join(s.dir, fmt.Sprintf("backup-%d-%d.dbl", s.proc, wk.rng.Uint64()))
+	_, err := recover.Backup(context.Background(), s.path, dst, &recover.BackupOptions{Wait: 500 * time.Millisecond})
+	if err != nil {
+		if _, serr := os.Stat(dst); serr == nil {
+			s.fail("Backup failed (%v) and left a file at its destination", err)
+		}
+		s.count(waBackupRefused)
+		return
+	}
+	defer os.Remove(dst)
+	s.count(waBackups)
+	rep, err := recover.Verify(dst)
+	if err != nil || rep.State != recover.Clean {
+		s.fail("Verify of an installed backup: %v, %v (findings %v)", err, rep.State, rep.Findings)
+		return
+	}
+	b, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true}) // clean, as Verify said
+	if err != nil {
+		s.fail("Open of an installed backup: %v", err)
+		return
+	}
+	defer b.Close()
+	for w, cnt := range before {
+		for n := range cnt {
+			if !b.Contains(checkedKey(w, n)) {
+				if id := checkedID(s.cfg.Seed, s.cfg.writers(), w, n); id >= s.cut() {
+					s.fail("the backup lacks checked key %d/%d (id %d), added before the backup began", w, n, id)
+					return
+				}
+			}
+		}
+	}
+}
+
+func (wk *waWorker) step() {
+	r := wk.rng.IntN(1000)
+	switch {
+	case r < 250:
+		wk.addChecked()
+	case r < 400:
+		wk.addRemovable()
+	case r < 500:
+		wk.hot()
+	case r < 850:
+		wk.lookup()
+	case r < 870:
+		wk.toggleOwn()
+	case wk.g == 0 && time.Now().After(wk.next):
+		wk.lifecycle()
+		wk.next = time.Now().Add(time.Duration(10+wk.rng.IntN(60)) * time.Millisecond)
+	default:
+		wk.lookup()
+	}
+}
+
+// childWhole is one process of a round.
+func childWhole() error {
+	shm, err := childproc.MapShm(wholeChildren.Env("SHM"), waWords, false)
+	if err != nil {
+		return err
+	}
+	defer shm.Close()
+	cfg := waCfg{Procs: wholeChildren.EnvInt("PROCS"), Gor: wholeChildren.EnvInt("GOR"), Seed: wholeChildren.EnvU64("SEED")}
+	s := &waRun{shm: shm, cfg: cfg, proc: wholeChildren.EnvInt("PROC"), path: wholeChildren.Env("PATH"), dir: wholeChildren.Env("DIR")}
+	if s.shared, err = scaling.Open(s.path, &scaling.OpenOptions{AllowUnclean: true}); err != nil {
+		return fmt.Errorf("round seed %d: Open of the live file: %w", cfg.Seed, err)
+	}
+	var wg sync.WaitGroup
+	for g := range cfg.Gor {
+		wk := &waWorker{s: s, g: g, w: s.proc*cfg.Gor + g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(s.proc*cfg.Gor+g)+1))}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				if i%8 == 0 && (shm.Load(waStop) != 0 || shm.Load(waAbort) != 0) {
+					break
+				}
+				wk.step()
+			}
+			if wk.own != nil {
+				wk.toggleOwn()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.shared.Close(); err != nil {
+		s.fail("Close of the shared handle: %v", err)
+	}
+	if len(s.fails) > 0 {
+		return fmt.Errorf("%d failure(s) in this process (%d in all; round seed %d):\n  %s", len(s.fails), shm.Load(waFails), cfg.Seed, strings.Join(s.fails, "\n  "))
+	}
+	return nil
+}
+
+// TestStressWholeAPIChild is the entry point of the re-executed processes.
+func TestStressWholeAPIChild(t *testing.T) {
+	role := wholeChildren.Child(t)
+	var err error
+	switch role {
+	case "whole":
+		err = childWhole()
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child %s (pid %d): %v\n", role, os.Getpid(), err)
+		os.Exit(2)
+	}
+}
+
+// TestStressWholeAPI: see the top of this file.
+func TestStressWholeAPI(t *testing.T) {
+	procs, gor, round, total := 3, 4, 1500*time.Millisecond, 4*time.Second
+	if testing.Short() {
+		procs, gor, round, total = 3, 3, time.Second, 2*time.Second
+	}
+	if v := os.Getenv("DABLOOMS_STRESS"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("DABLOOMS_STRESS=%q: want a duration such as 60s", v)
+		}
+		round, total = 3*time.Second, d
+	}
+	seed := rand.Uint64()
+	if v := os.Getenv("DABLOOMS_STRESS_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 0, 64); err != nil {
+			t.Fatalf("DABLOOMS_STRESS_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("seed %d (replay: DABLOOMS_STRESS_SEED=%d)", seed, seed)
+	start := time.Now()
+	for r := 0; r == 0 || time.Since(start)+round < total; r++ {
+		rng := rand.New(rand.NewPCG(seed, uint64(r)))
+		cfg := waCfg{Procs: procs, Gor: gor, Dur: round, Seed: rng.Uint64(),
+			Capacity: []uint64{1000, 5000, 20000}[rng.IntN(3)], Growth: []float64{1, 1.5, 2}[rng.IntN(3)]}
+		if !t.Run(fmt.Sprintf("round-%d", r), func(t *testing.T) { wholeRound(t, cfg, rng) }) {
+			t.Fatalf("round %d failed: replay with DABLOOMS_STRESS_SEED=%d", r, seed)
+		}
+	}
+}
+
+func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
+	t.Logf("round seed %d: %v", cfg.Seed, cfg)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "whole.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: cfg.Capacity, GrowthFactor: cfg.Growth, ErrorRate: 0.01, Seed: cfg.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), waWords, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shm.Close()
+	var procs []*childproc.Proc
+	for p := range cfg.Procs {
+		procs = append(procs, wholeChildren.Start(t, fmt.Sprintf("whole-%d", p), "whole",
+			childproc.KV("PATH", path), childproc.KV("DIR", dir), childproc.KV("SHM", shm.Name()), childproc.KV("PROC", p),
+			childproc.KV("PROCS", cfg.Procs), childproc.KV("GOR", cfg.Gor), childproc.KV("SEED", cfg.Seed)))
+	}
+	// SIGKILL one process at a random moment of the round's middle.
+	victim := rng.IntN(cfg.Procs)
+	time.Sleep(cfg.Dur/4 + time.Duration(rng.Int64N(int64(cfg.Dur/2))))
+	procs[victim].Cmd.Process.Kill()
+	<-procs[victim].Done
+	time.Sleep(cfg.Dur / 4)
+	shm.Store(waStop, 1)
+	childproc.WaitAll(t, shm, append(procs[:victim:victim], procs[victim+1:]...), 2*time.Minute)
+
+	var parts []string
+	for i, name := range waNames {
+		parts = append(parts, fmt.Sprintf("%d %s", shm.Load(waCount+i), name))
+	}
+	t.Logf("process %d killed; %s", victim, strings.Join(parts, ", "))
+	s := &waRun{shm: shm, cfg: cfg, proc: -1, path: path, dir: dir}
+
+	// Verify and Repair agree: no filter needs a Rebuild (no OS crash
+	// happened), and Repair leaves the file clean.
+	v, err := recover.Verify(path)
+	if err != nil {
+		t.Fatalf("Verify after the round: %v", err)
+	}
+	if len(v.NeedsRebuild) > 0 {
+		t.Fatalf("Verify after the round: %v, filters %v need a Rebuild; findings %v", v.State, v.NeedsRebuild, v.Findings)
+	}
+	rep, err := recover.Repair(path, &recover.RepairOptions{Backup: filepath.Join(dir, "final.bak")})
+	if err != nil || rep.State != recover.Clean {
+		t.Fatalf("Repair after the round (Verify said %v): %v, %v; findings %v", v.State, err, rep.State, rep.Findings)
+	}
+	if v.State == recover.Clean && rep.Backup != "" {
+		t.Fatalf("Verify said clean, but Repair rewrote the file: %v", rep.Actions)
+	}
+	if after, err := recover.Verify(path); err != nil || after.State != recover.Clean {
+		t.Fatalf("Verify after Repair: %v, %v; findings %v", err, after.State, after.Findings)
+	}
+
+	g, err := scaling.Open(path, nil)
+	if err != nil {
+		t.Fatalf("reopening after the round: %v", err)
+	}
+	defer g.Close()
+	st := g.Stats()
+	for _, a := range st.Filters {
+		if a.Count > header.ItemLimit(a.Capacity) {
+			t.Errorf("filter %d holds %d items, over capacity %d + slack", a.Index, a.Count, a.Capacity)
+		}
+	}
+	if err := overlap(st.Filters); err != nil {
+		t.Error(err)
+	}
+	missing := 0
+	for w := range cfg.writers() {
+		for n := range shm.Load(waChecked + w) {
+			if !g.Contains(checkedKey(w, n)) && checkedID(cfg.Seed, cfg.writers(), w, n) >= s.cut() {
+				if missing++; missing <= 5 {
+					t.Errorf("after the round: checked key %d/%d (id %d) missing", w, n, checkedID(cfg.Seed, cfg.writers(), w, n))
+				}
+			}
+		}
+	}
+	for h := range waHot {
+		for i := range shm.Load(waHotAvail + h) {
+			if err := g.Remove(hotKey(h), hotID(h)); err != nil && hotID(h) >= s.cut() {
+				t.Errorf("after the round: Remove of copy %d of hot pair %d (%d counted): %v", i+1, h, shm.Load(waHotAvail+h), err)
+				break
+			}
+		}
+	}
+	if n := shm.Load(waFails); n != 0 {
+		t.Errorf("%d failure(s) counted in the killed process or the others", n)
+	}
+}
