@@ -361,9 +361,14 @@ func (f *Filter) publish(m *header.Meta) error {
 	return nil
 }
 
-// lockGrowth takes the handle's mutex and the file's growth lock (held by
-// whoever changes the directory or a filter's allocation), and returns the
-// function that releases both.
+// lockGrowth takes the file's growth lock (held by whoever changes the
+// directory or a filter's allocation) and the handle's mutex, and returns
+// the function that releases both.
+//
+// The lock belongs to the handle's descriptor, so growMu serialises this
+// handle's holders; both are taken before mu, so that a wait for another
+// process's growth or rewrite never holds up the lookups that refresh the
+// chain under mu.
 //
 // A whole-file rewrite holds the growth lock from Freeze to Done or Abort
 // (replace.go). So lockGrowth waits in steps, and returns errRetry (having
@@ -376,14 +381,16 @@ func (f *Filter) lockGrowth() (unlock func(), err error) {
 		return f.mu.Unlock, nil
 	}
 	unlock = func() {
-		f.file.Unlock(header.GrowthLockOffset)
 		f.mu.Unlock()
+		f.file.Unlock(header.GrowthLockOffset)
+		f.growMu.Unlock()
 	}
 	deadline := time.Now().Add(f.timeout)
 	for {
-		f.mu.Lock()
+		f.growMu.Lock()
 		err := f.file.Lock(header.GrowthLockOffset, true, min(max(time.Until(deadline), 0), growthLockStep))
 		if err == nil {
+			f.mu.Lock()
 			// Holding the lock, a ReplaceFreezing was left by a rewrite
 			// that died (thaw).
 			f.thaw()
@@ -393,7 +400,7 @@ func (f *Filter) lockGrowth() (unlock func(), err error) {
 			unlock()
 			return nil, f.move()
 		}
-		f.mu.Unlock()
+		f.growMu.Unlock()
 		switch {
 		case !errors.Is(err, ErrLockTimeout):
 			return nil, fmt.Errorf("growth lock: %w", err)

@@ -55,6 +55,8 @@ type Filter struct {
 	chain atomic.Pointer[chain] // nil once closed
 
 	mu         sync.Mutex // growth, meta, refresh, flush, close
+	flushMu    sync.Mutex // this handle's flushes (taken before the flush lock, before mu)
+	growMu     sync.Mutex // this handle's holders of the growth lock (before it, before mu)
 	metaWhich  int        // copy holding the newest generation
 	generation uint64
 

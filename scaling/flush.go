@@ -36,9 +36,14 @@ func (f *Filter) flush() error {
 			return err
 		}
 	}
-	if f.closed.Load() {
-		return ErrClosed
+	// Registered like a modification, so that Close (or a move to the
+	// file that replaced this one) does not close the descriptor while the
+	// flush waits for the lock below.
+	g, err := f.enter(2)
+	if err != nil {
+		return err
 	}
+	defer g.n.Add(-1)
 	if f.syncFailed.Load() {
 		return ErrSyncFailed
 	}
@@ -47,15 +52,15 @@ func (f *Filter) flush() error {
 		// holds the flush lock already.
 		f.wmu.Lock()
 		defer f.wmu.Unlock()
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.chain.Load() == nil { // closed while waiting for the lock
-		return ErrClosed
-	}
-	if f.file != nil && !f.excl {
+	} else if f.file != nil {
 		// One flush at a time per file, across handles and processes:
 		// EndFlush cannot tell another flush's Flushing state from its own.
+		// The lock is the descriptor's, so flushMu serialises this
+		// handle's flushes. Both are taken before mu: a flush waiting for
+		// another process's flush (or an exclusive writer) must not hold
+		// up the lookups that refresh the chain under mu.
+		f.flushMu.Lock()
+		defer f.flushMu.Unlock()
 		if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {
 			return fmt.Errorf("flush lock: %w", err)
 		}
@@ -63,6 +68,11 @@ func (f *Filter) flush() error {
 		if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
 			return errRetry // a rewrite began meanwhile: wait for it (above)
 		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.chain.Load() == nil { // closed while waiting for the lock
+		return ErrClosed
 	}
 	size := f.r.Size()
 	ep, _, ok := f.words.BeginFlush()

@@ -164,12 +164,14 @@ func (f *Filter) thawIfDead() bool {
 	if held, err := f.file.Held(header.GrowthLockOffset); err != nil || held {
 		return false
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.growMu.Lock() // (lock order: see lockGrowth)
+	defer f.growMu.Unlock()
 	if f.file.Lock(header.GrowthLockOffset, true, 0) != nil {
 		return false
 	}
 	defer f.file.Unlock(header.GrowthLockOffset)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.thaw()
 	return true
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // TestLookupsSurviveReplacement: a lookup that read its chain before the
@@ -217,5 +218,46 @@ func TestMoveFollowsAnInterruptedSuccessor(t *testing.T) {
 	}
 	if p := w.Params(); p.Seed != 2 {
 		t.Fatalf("the handle did not move: seed %d", p.Seed)
+	}
+}
+
+// TestLookupsDoNotWaitForAFlushLock: a Flush waiting for the flush lock
+// (another process's flush, or an exclusive writer's) must not hold up
+// the lookups of its handle that need the chain refreshed. Before, the
+// waiting Flush held the handle's mutex, and a Contains after another
+// handle's growth waited for the whole lock timeout: in the whole-API
+// stress test, an exclusive writer's goroutine then waited for the Flush
+// that was waiting for it, and every writer timed out.
+func TestLookupsDoNotWaitForAFlushLock(t *testing.T) {
+	w, path := createFile(t, &Options{Capacity: 100, Seed: 1})
+	h := openFile(t, path, &OpenOptions{LockTimeout: 3 * time.Second})
+	h.Contains(replKey(0, 0)) // h holds the one-filter chain
+	for i := range 400 {      // grows the chain: h's is stale
+		if err := w.Add(replKey(0, i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder, err := mmapfile.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if err := holder.Lock(header.FlushLockOffset, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- h.Flush() }()
+	time.Sleep(100 * time.Millisecond) // the Flush waits for the lock
+	if !h.Contains(replKey(0, 399)) {
+		t.Fatal("a key of the grown chain is not found")
+	}
+	select {
+	case err := <-flushed:
+		t.Fatalf("Contains returned only after the Flush waiting for the lock gave up (%v)", err)
+	default:
+	}
+	holder.Unlock(header.FlushLockOffset)
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush once the lock is free: %v", err)
 	}
 }
