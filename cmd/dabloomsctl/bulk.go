@@ -24,7 +24,7 @@ type bulkOpts struct {
 
 func (o *bulkOpts) bindFlags(fs *pflag.FlagSet, verb string) {
 	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
-	fs.Uint64Var(&o.id, "id", 0, "id of the command-line keys and of --from lines without an id")
+	fs.Var((*idValue)(&o.id), "id", "id of the command-line keys and of --from lines without an id (0 to 2^63-1)")
 	fs.BoolVar(&o.noFlush, "no-flush", false, "do not flush at the end (the changes are visible to every process but not durable against an OS crash)")
 	fs.Uint64Var(&o.flushEvery, "flush-every", 0, "also flush after every N "+verb+"s (0 = only at the end)")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "hold the file as its only writer while the command runs: faster "+verb+"s; other writers wait for it (up to their lock timeout), lookups go on")
@@ -55,9 +55,9 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if err := checkInput(o.from); err != nil {
 		return err
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockTimeout, BootID: a.bootID, Exclusive: o.exclusive})
+	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockWait(), BootID: a.bootID, Exclusive: o.exclusive})
 	if err != nil {
-		return err
+		return explain(path, err)
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
 	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch)}
@@ -96,6 +96,7 @@ type bulk struct {
 	missing, ambiguous []string // the first ten of each, for the warnings
 	batch              *batch   // the batch being collected
 	pipe               *applier // nil: each batch is applied as it fills
+	lockTimedOut       bool     // the run timed out waiting for a lock: not flushed
 }
 
 // applier applies the batches the reading goroutine fills, in order, on a
@@ -292,6 +293,7 @@ func (b *bulk) count(key []byte, id uint64, line int, err error) error {
 		b.res.Ambiguous++
 		b.ambiguous = appendFirst(b.ambiguous, it.key, id)
 	default:
+		err = explain(b.res.Path, err)
 		if it.line > 0 {
 			return fmt.Errorf("line %d: %s %q: %w", it.line, b.op, it.key, err)
 		}
@@ -314,9 +316,13 @@ func (b *bulk) count(key []byte, id uint64, line int, err error) error {
 func (b *bulk) finish(runErr error) error {
 	// Whatever happened, every operation that returned is complete: make
 	// them durable (unless told not to) and release the writer slot.
-	if !b.o.noFlush {
+	// After a lock timeout the flush would wait for the same lock again:
+	// --lock-timeout bounds the whole command, so it is skipped (every
+	// completed change is in the page cache, visible to every process).
+	b.lockTimedOut = errors.Is(runErr, scaling.ErrLockTimeout)
+	if !b.o.noFlush && !b.lockTimedOut {
 		if ferr := b.f.Flush(); ferr != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", ferr))
+			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", explain(b.res.Path, ferr)))
 		} else {
 			b.res.Flushed = true
 		}
@@ -324,7 +330,7 @@ func (b *bulk) finish(runErr error) error {
 	st := b.f.Stats()
 	b.res.MemSeqnum, b.res.DiskSeqnum, b.res.Items, b.res.Filters = st.MemSeqnum, st.DiskSeqnum, st.Count, len(st.Filters)
 	if cerr := b.f.Close(); cerr != nil {
-		runErr = errors.Join(runErr, cerr)
+		runErr = errors.Join(runErr, explain(b.res.Path, cerr))
 	}
 	return runErr
 }
@@ -334,7 +340,10 @@ func (b *bulk) logSummary() {
 	res := &b.res
 	past := map[string]string{"add": "added", "remove": "removed"}[b.op]
 	flushed := "flushed"
-	if !res.Flushed {
+	switch {
+	case b.lockTimedOut && !b.o.noFlush:
+		flushed = "not flushed (the lock is still held elsewhere; 'dabloomsctl flush' later makes the changes durable)"
+	case !res.Flushed:
 		flushed = "not flushed"
 	}
 	skipped := ""

@@ -137,10 +137,10 @@ func (a *app) runCreate(path string, o *createOptions, fs *pflag.FlagSet) error 
 	if err != nil {
 		return err
 	}
-	so.LockTimeout, so.BootID = a.lockTimeout, a.bootID
+	so.LockTimeout, so.BootID = a.lockWait(), a.bootID
 	f, err := scaling.Create(path, so)
 	if err != nil {
-		return err
+		return explain(path, err)
 	}
 	st := f.Stats()
 	p := f.Params()

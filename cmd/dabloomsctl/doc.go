@@ -133,7 +133,9 @@
 //	"unknown" if it cannot be opened), state (of the deep check), exit_code,
 //	mem_seqnum, disk_seqnum, phase, epoch, seqnum_meaning (a sentence),
 //	items, retired (filters retired since creation; absent if none),
-//	estimated_fpr, live_slots, dead_slots, closed_slots, interrupted_ops,
+//	filter_limit (the most filters the chain can reach), filters_left
+//	(filter_limit minus the chain's filters: 0 = full once the newest
+//	filter is), estimated_fpr, live_slots, dead_slots, closed_slots, interrupted_ops,
 //	slots (as in verify), findings (as in verify), and filters: [{index
 //	(position in the chain), entry (directory entry; absent unless it
 //	differs from index), first_id, last_id, capacity, items, fill,

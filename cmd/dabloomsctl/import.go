@@ -56,7 +56,7 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			if counting {
 				imp, kind = scaling.ImportDabloomsCounting, "counting"
 			}
-			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockTimeout, BootID: a.bootID})
+			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockWait(), BootID: a.bootID})
 			if err != nil {
 				return err
 			}

@@ -86,11 +86,18 @@ func hex64(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 // is not a dablooms file at all (or of an unknown version) is an
 // operational error, 1. Only a corrupt report can be that: a damaged file
 // has a valid metadata copy, so it is a dablooms file this version reads.
+// A file that starts with the dablooms magic but is too short to hold a
+// metadata copy is a dablooms file cut short, so damaged: 3, like a file
+// cut elsewhere.
 func reportExit(r *recover.Report) int {
 	if r.State == recover.Clean || r.State == recover.Unflushed {
 		return exitOK
 	}
-	if err := r.Err(); r.State == recover.Corrupt && (errors.Is(err, header.ErrNotDablooms) || errors.Is(err, header.ErrVersion)) {
+	err := r.Err()
+	if r.State == recover.Corrupt && errors.Is(err, header.ErrVersion) {
+		return exitFail
+	}
+	if r.State == recover.Corrupt && errors.Is(err, header.ErrNotDablooms) && !startsWithMagic(r.Path) {
 		return exitFail
 	}
 	return exitUnclean
@@ -199,7 +206,8 @@ func stateMeaning(r *recover.Report) string {
 	case recover.Corrupt:
 		if len(r.Filters) == 0 {
 			// No metadata copy to work from: repair cannot help.
-			return "no metadata copy can be used: restore a backup"
+			return "no metadata copy can be used, so repair cannot help: restore a backup (dabloomsctl backup makes one), " +
+				"or create the file anew ('dabloomsctl create --force') and add your keys again ('dabloomsctl add --from KEYS')"
 		}
 		return "the file's structure is broken: restore a backup, or 'repair --rebuild-from' into --output"
 	}

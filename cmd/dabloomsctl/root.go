@@ -19,6 +19,19 @@ type app struct {
 	progress    string
 	lockTimeout time.Duration
 	bootID      string
+	start       time.Time // when the command started: --lock-timeout bounds its waits together
+}
+
+// lockWait is what is left of --lock-timeout since the command started: the
+// LockTimeout of the next handle it opens, so that every wait of the
+// command for a lock adds up to at most --lock-timeout. (A handle waits
+// its own LockTimeout at each step; after a step timed out, a command does
+// not start another step that would wait for the same lock.)
+func (a *app) lockWait() time.Duration {
+	if a.lockTimeout == 0 {
+		return 0 // the library's default
+	}
+	return max(a.lockTimeout-time.Since(a.start), time.Millisecond)
 }
 
 const exitCodesHelp = `Exit codes:
