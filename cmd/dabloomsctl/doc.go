@@ -94,6 +94,8 @@
 //	disk_seqnum  number   after the command (0: not clean)
 //	items        number   items in the file
 //	filters      number   filters in the chain
+//	skipped      number   keys at the start of the input passed over by --skip
+//	seconds      number   the command's wall time
 //
 // dabloomsctl.contains/v1:
 //

@@ -47,6 +47,9 @@ var (
 	reTmpName = regexp.MustCompile(`\.tmp\d+`)
 	// metadata checksums cover the creation time
 	reCRC = regexp.MustCompile(`stored [0-9a-f]{8}, computed [0-9a-f]{8}`)
+	// add and remove time themselves
+	reRate    = regexp.MustCompile(` in [0-9.]+s \([0-9.]+[kM]? keys/s\)`)
+	reSeconds = regexp.MustCompile(`"seconds": [0-9.e-]+`)
 )
 
 // bootHex is this machine's boot id as the findings print it.
@@ -64,6 +67,8 @@ func (n normaliser) apply(s string) string {
 	s = reCreated.ReplaceAllString(s, "CREATED")
 	s = reTmpName.ReplaceAllString(s, ".tmpN")
 	s = reCRC.ReplaceAllString(s, "stored CRC, computed CRC")
+	s = reRate.ReplaceAllString(s, " in Ts (R keys/s)")
+	s = reSeconds.ReplaceAllString(s, `"seconds": T`)
 	return s
 }
 
@@ -735,7 +740,7 @@ func TestFIFORefused(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"inspect", path}, {"contains", path, "k"}, {"verify", path}, {"add", path, "k"},
-		{"remove", path, "k", "1"}, {"flush", path}, {"repair", path}, {"retire", path, "--before", "1"},
+		{"remove", path, "k", "--id", "1"}, {"flush", path}, {"repair", path}, {"retire", path, "--before", "1"},
 	} {
 		done := make(chan result, 1)
 		go func() { done <- cli(t, "", args...) }()
