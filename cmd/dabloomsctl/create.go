@@ -127,6 +127,7 @@ An existing file is refused unless --force is given.`,
 		},
 	}
 	o.bindFlags(cmd.Flags())
+	cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions([]string{"blocked1024", "blocked512", "classic"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
