@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +66,48 @@ func TestContainsExitCode(t *testing.T) {
 	// Without it, an absent key is an answer, not a failure.
 	if r := cli(t, "", "contains", path, "absent-key"); r.code != 0 {
 		t.Errorf("contains of an absent key: exit %d", r.code)
+	}
+}
+
+// repair --no-backup keeps no copy of the original, a fixed --backup is
+// reused rather than adding .bak.N, and -q prints only the summary
+// (issue 31: every in-place repair left another full-size .bak).
+func TestRepairBackups(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.01", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	unflush := func() {
+		t.Helper()
+		if r := cli(t, "", "add", path, "k", "--no-flush", "-q"); r.code != 0 {
+			t.Fatal(r.stderr)
+		}
+	}
+	unflush()
+	r := cli(t, "", "repair", path, "--no-backup", "-q")
+	if r.code != 0 || strings.Contains(r.stdout, "action:") || !strings.Contains(r.stdout, "repaired "+path+": clean") ||
+		!strings.Contains(r.stdout, "no backup was kept") {
+		t.Errorf("repair --no-backup -q: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for i := 0; i < 2; i++ {
+		unflush()
+		if r := cli(t, "", "repair", path, "--backup", path+".bak", "-q"); r.code != 0 {
+			t.Fatalf("repair --backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "r.dbl r.dbl.bak" {
+		t.Errorf("files after three repairs: %v; want r.dbl r.dbl.bak", names)
+	}
+	if r := cli(t, "", "repair", path, "--no-backup", "--backup", "x"); r.code != 2 {
+		t.Errorf("--no-backup with --backup: exit %d", r.code)
 	}
 }

@@ -186,8 +186,8 @@
 //	counted         number   keys of --from in the id range (0 with --capacity)
 //	keys            number   keys added to the compacted file
 //	capacity        number   capacity of the compacted filter
-//	first_id        number   smallest id read from --from
-//	last_id         number   largest id read from --from
+//	first_id        number   smallest id of the keys added (null if none)
+//	last_id         number   largest id of the keys added (null if none)
 //	size_before     number   bytes before
 //	size_after      number   bytes after
 //	seconds         number   time taken
