@@ -99,7 +99,7 @@ Each command's --help starts with its usage and ends with the exit codes.
 	pf.BoolVar(&a.json, "json", false, "write one JSON document to stdout (schema in docs/CLI.md); no progress bar")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary on stderr")
 	pf.StringVar(&a.progress, "progress", "auto", "progress bar on stderr for bulk work: auto (when stderr is a terminal), always, never")
-	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "longest wait for a lock held by another process")
+	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "longest the command waits, in all, for locks other processes hold")
 	pf.StringVar(&a.bootID, "boot-id", "", "pretend the machine's boot id is this (testing crash handling)")
 	pf.MarkHidden("boot-id")
 	root.SuggestionsMinimumDistance = 2
