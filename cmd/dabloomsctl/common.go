@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/cheggaaa/pb/v3"
-	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/mattn/go-isatty"
 )
@@ -310,9 +309,6 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		key, id, hasID, err := parseLine(b)
 		if err != nil {
 			return &inputError{name: name, line: line, msg: err.Error()}
-		}
-		if hasID && id > header.MaxID {
-			return &inputError{name: name, line: line, msg: fmt.Sprintf("id %d is larger than %d (2^63-1), the largest id a key can have", id, uint64(header.MaxID))}
 		}
 		if bytes.IndexByte(b, '\r') >= 0 {
 			return &inputError{name: name, line: line, msg: crMessage}

@@ -49,6 +49,10 @@ func explain(path string, err error) error {
 			"Make room by retiring old filters ('dabloomsctl retire %s --before ID'), or compact it into one filter "+
 			"('dabloomsctl compact %s --from KEYS'), or create a new file with a larger --capacity (or --growth) and add the keys to it "+
 			"('dabloomsctl inspect' shows the filter limit)", path, path, path)
+	case errors.Is(err, scaling.ErrInvalidID):
+		// "dablooms: invalid id: id N is above 2^63-1"
+		detail := strings.TrimPrefix(err.Error(), scaling.ErrInvalidID.Error()+": ")
+		msg = detail + ", the largest id a key can have"
 	case errors.Is(err, scaling.ErrExists):
 		msg = fmt.Sprintf("%s already exists", path)
 	case errors.Is(err, recover.ErrNotRegular):

@@ -97,12 +97,12 @@ func TestRemoveNeedsID(t *testing.T) {
 	}
 }
 
-// An id above 2^63-1 in --from is an input error naming the line, before
-// any key of the batch is added (the library refused it mid-batch).
+// An id above 2^63-1 in --from names the line and the limit in words (the
+// library's refusal comes mid-batch, which TestBulkStopsAtFailure relies on).
 func TestLineIDTooLarge(t *testing.T) {
 	path := newFile(t)
 	r := cli(t, "a\t1\nb\t9223372036854775808\n", "add", path, "--from", "-")
-	if r.code != 1 || !strings.Contains(r.stderr, "stdin:2: id 9223372036854775808 is larger than 9223372036854775807") {
+	if r.code != 1 || !strings.Contains(r.stderr, `line 2: add "b": id 9223372036854775808 is above 2^63-1, the largest id a key can have`) {
 		t.Errorf("an id above 2^63-1: exit %d, %q", r.code, r.stderr)
 	}
 	checkWords(t, "an id above 2^63-1", r.stderr)
