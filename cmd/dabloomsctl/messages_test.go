@@ -51,6 +51,17 @@ func TestMessagesInWords(t *testing.T) {
 		{[]string{"add", filepath.Join(dir, "missing.dbl"), "k"}, 1, "missing.dbl does not exist"},
 		{[]string{"add", path, "k", "--id", "x"}, 2, `"x" is not an id`},
 	}
+	// A random file's first bytes are not quoted back (verify and inspect).
+	random := filepath.Join(dir, "random.dbl")
+	if err := os.WriteFile(random, []byte("\xce\x19,\xb8\xbdH\x11m and more bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"verify", "inspect"} {
+		r := cli(t, "", cmd, random)
+		if r.code != 1 || strings.Contains(r.stdout, "\xce") || !strings.Contains(r.stdout, `does not start with "DABLOOMS"`) {
+			t.Errorf("%s of a random file: exit %d, %q", cmd, r.code, r.stdout)
+		}
+	}
 	for _, c := range cases {
 		r := cli(t, "", c.args...)
 		if r.code != c.code || !strings.Contains(r.stderr, c.want) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/recover"
@@ -112,6 +113,7 @@ func toReportJSON(r *recover.Report) reportJSON {
 		NeedsRebuild: append([]int{}, r.NeedsRebuild...), Actions: append([]string{}, r.Actions...),
 	}
 	for _, f := range r.Findings {
+		f = plainFinding(f)
 		out.Findings = append(out.Findings, findingJSON{State: f.State.String(), Filter: f.Filter, Slot: f.Slot, Offset: f.Offset, Field: f.Field, Message: f.Message})
 	}
 	for _, f := range r.Filters {
@@ -143,8 +145,22 @@ func toReportJSON(r *recover.Report) reportJSON {
 // writeFindings prints every finding on its own line.
 func writeFindings(w io.Writer, r *recover.Report) {
 	for _, f := range r.Findings {
-		fmt.Fprintln(w, f.String())
+		fmt.Fprintln(w, plainFinding(f).String())
 	}
+}
+
+// plainFinding says a bad magic in words: the library quotes the first
+// eight bytes, which for a file that is not a dablooms file at all (a
+// random file, a text file) are noise on the terminal.
+func plainFinding(f recover.Finding) recover.Finding {
+	if f.Field == "magic" && strings.HasPrefix(f.Message, "got ") {
+		if f.Offset == 0 {
+			f.Message = fmt.Sprintf("the file does not start with %q, the mark of a dablooms file", header.Magic[:])
+		} else {
+			f.Message = fmt.Sprintf("no %q mark here, where a metadata copy starts", header.Magic[:])
+		}
+	}
+	return f
 }
 
 // String formats a finding as recover.Finding.String does.
