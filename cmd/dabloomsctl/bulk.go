@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/pflag"
@@ -20,31 +21,36 @@ type bulkOpts struct {
 	flushEvery uint64
 	checkpoint uint64
 	exclusive  bool
+	skip       uint64
+	idSet      bool // --id was given
 }
 
 func (o *bulkOpts) bindFlags(fs *pflag.FlagSet, verb string) {
 	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
-	fs.Uint64Var(&o.id, "id", 0, "id of the command-line keys and of --from lines without an id")
+	fs.Var((*idValue)(&o.id), "id", "id of the command-line keys and of --from lines without an id (0 to 2^63-1)")
 	fs.BoolVar(&o.noFlush, "no-flush", false, "do not flush at the end (the changes are visible to every process but not durable against an OS crash)")
 	fs.Uint64Var(&o.flushEvery, "flush-every", 0, "also flush after every N "+verb+"s (0 = only at the end)")
 	fs.BoolVar(&o.exclusive, "exclusive", false, "hold the file as its only writer while the command runs: faster "+verb+"s; other writers wait for it (up to their lock timeout), lookups go on")
 	fs.Uint64Var(&o.checkpoint, "checkpoint", 0, "after every N processed keys write \"checkpoint N\" to stderr (even with --quiet): the first N keys of the input are done")
+	fs.Uint64Var(&o.skip, "skip", 0, "skip the first N keys of the input, as --checkpoint counts them: resumes a load that was killed after \"checkpoint N\"")
 }
 
 type bulkJSON struct {
-	Schema      string `json:"schema"`
-	Path        string `json:"path"`
-	Op          string `json:"op"`
-	Processed   uint64 `json:"processed"`
-	Changed     uint64 `json:"changed"`
-	NotPresent  uint64 `json:"not_present"`
-	Ambiguous   uint64 `json:"ambiguous"`
-	Interrupted bool   `json:"interrupted"`
-	Flushed     bool   `json:"flushed"`
-	MemSeqnum   uint64 `json:"mem_seqnum"`
-	DiskSeqnum  uint64 `json:"disk_seqnum"`
-	Items       uint64 `json:"items"`
-	Filters     int    `json:"filters"`
+	Schema      string  `json:"schema"`
+	Path        string  `json:"path"`
+	Op          string  `json:"op"`
+	Processed   uint64  `json:"processed"`
+	Changed     uint64  `json:"changed"`
+	NotPresent  uint64  `json:"not_present"`
+	Ambiguous   uint64  `json:"ambiguous"`
+	Interrupted bool    `json:"interrupted"`
+	Flushed     bool    `json:"flushed"`
+	MemSeqnum   uint64  `json:"mem_seqnum"`
+	DiskSeqnum  uint64  `json:"disk_seqnum"`
+	Items       uint64  `json:"items"`
+	Filters     int     `json:"filters"`
+	Skipped     uint64  `json:"skipped"` // keys of the input skipped by --skip
+	Seconds     float64 `json:"seconds"` // the run's wall time
 }
 
 // runBulk adds or removes the keys of the command line and of --from.
@@ -52,15 +58,18 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if len(keys) == 0 && o.from == "" {
 		return usageErrorf("%s needs keys or --from", op)
 	}
+	if op == "remove" && len(keys) > 0 && !o.idSet {
+		return usageErrorf("remove needs --id: the id the keys were added with picks the filter to decrement")
+	}
 	if err := checkInput(o.from); err != nil {
 		return err
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockTimeout, BootID: a.bootID, Exclusive: o.exclusive})
+	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockWait(), BootID: a.bootID, Exclusive: o.exclusive})
 	if err != nil {
-		return err
+		return explain(path, err)
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
-	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch)}
+	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch), skipLeft: o.skip, start: time.Now()}
 	if o.checkpoint == 0 && o.flushEvery == 0 {
 		b.startApplier()
 	}
@@ -70,6 +79,10 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	runErr = b.applyRest(runErr)
 	b.res.Interrupted = errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)
 	runErr = b.finish(runErr)
+	b.res.Seconds = time.Since(b.start).Seconds()
+	if b.skipLeft > 0 && runErr == nil && !b.res.Interrupted {
+		a.warnf("--skip %d: the input holds only %d key(s); nothing was %s", o.skip, b.res.Skipped, map[string]string{"add": "added", "remove": "removed"}[op])
+	}
 	if a.json {
 		if err := a.writeJSON(b.res); err != nil {
 			return err
@@ -96,6 +109,9 @@ type bulk struct {
 	missing, ambiguous []string // the first ten of each, for the warnings
 	batch              *batch   // the batch being collected
 	pipe               *applier // nil: each batch is applied as it fills
+	lockTimedOut       bool     // the run timed out waiting for a lock: not flushed
+	skipLeft           uint64   // keys --skip has yet to pass over
+	start              time.Time
 }
 
 // applier applies the batches the reading goroutine fills, in order, on a
@@ -192,9 +208,20 @@ const maxBatch = 4096
 // collect queues one key; the batch is applied when full, or earlier so
 // that it ends exactly where a --checkpoint or --flush-every falls.
 func (b *bulk) collect(it item) error {
+	if b.skipLeft > 0 {
+		b.skipLeft--
+		b.res.Skipped++
+		return nil
+	}
 	id := b.o.id
 	if it.hasID {
 		id = it.id
+	} else if b.op == "remove" && !b.o.idSet && it.line > 0 {
+		name := b.o.from
+		if name == "-" {
+			name = "stdin"
+		}
+		return &inputError{name: name, line: it.line, msg: "no id: remove needs the id each key was added with (KEY<TAB>ID lines, or --id for lines without one)"}
 	}
 	q := b.batch
 	q.buf = append(q.buf, it.key...)
@@ -217,7 +244,7 @@ func (b *bulk) collect(it item) error {
 func (b *bulk) batchLimit() uint64 {
 	limit := uint64(maxBatch)
 	if n := b.o.checkpoint; n > 0 {
-		limit = min(limit, n-b.res.Processed%n)
+		limit = min(limit, n-(b.o.skip+b.res.Processed)%n)
 	}
 	if n := b.o.flushEvery; n > 0 {
 		limit = min(limit, n-b.res.Changed%n)
@@ -292,14 +319,17 @@ func (b *bulk) count(key []byte, id uint64, line int, err error) error {
 		b.res.Ambiguous++
 		b.ambiguous = appendFirst(b.ambiguous, it.key, id)
 	default:
+		err = explain(b.res.Path, err)
 		if it.line > 0 {
 			return fmt.Errorf("line %d: %s %q: %w", it.line, b.op, it.key, err)
 		}
 		return fmt.Errorf("%s %q: %w", b.op, it.key, err)
 	}
 	b.res.Processed++
-	if b.o.checkpoint > 0 && b.res.Processed%b.o.checkpoint == 0 {
-		fmt.Fprintf(b.a.stderr, "checkpoint %d\n", b.res.Processed)
+	// Checkpoints count the keys of the input, those --skip passed over
+	// included: "checkpoint N" is what a later --skip resumes from.
+	if pos := b.o.skip + b.res.Processed; b.o.checkpoint > 0 && pos%b.o.checkpoint == 0 {
+		fmt.Fprintf(b.a.stderr, "checkpoint %d\n", pos)
 	}
 	if b.o.flushEvery > 0 && b.res.Changed > 0 && b.res.Changed%b.o.flushEvery == 0 && err == nil {
 		if err := b.f.Flush(); err != nil {
@@ -314,9 +344,13 @@ func (b *bulk) count(key []byte, id uint64, line int, err error) error {
 func (b *bulk) finish(runErr error) error {
 	// Whatever happened, every operation that returned is complete: make
 	// them durable (unless told not to) and release the writer slot.
-	if !b.o.noFlush {
+	// After a lock timeout the flush would wait for the same lock again:
+	// --lock-timeout bounds the whole command, so it is skipped (every
+	// completed change is in the page cache, visible to every process).
+	b.lockTimedOut = errors.Is(runErr, scaling.ErrLockTimeout)
+	if !b.o.noFlush && !b.lockTimedOut {
 		if ferr := b.f.Flush(); ferr != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", ferr))
+			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", explain(b.res.Path, ferr)))
 		} else {
 			b.res.Flushed = true
 		}
@@ -324,7 +358,7 @@ func (b *bulk) finish(runErr error) error {
 	st := b.f.Stats()
 	b.res.MemSeqnum, b.res.DiskSeqnum, b.res.Items, b.res.Filters = st.MemSeqnum, st.DiskSeqnum, st.Count, len(st.Filters)
 	if cerr := b.f.Close(); cerr != nil {
-		runErr = errors.Join(runErr, cerr)
+		runErr = errors.Join(runErr, explain(b.res.Path, cerr))
 	}
 	return runErr
 }
@@ -334,15 +368,22 @@ func (b *bulk) logSummary() {
 	res := &b.res
 	past := map[string]string{"add": "added", "remove": "removed"}[b.op]
 	flushed := "flushed"
-	if !res.Flushed {
+	switch {
+	case b.lockTimedOut && !b.o.noFlush:
+		flushed = "not flushed (the lock is still held elsewhere; 'dabloomsctl flush' later makes the changes durable)"
+	case !res.Flushed:
 		flushed = "not flushed"
 	}
 	skipped := ""
 	if b.op == "remove" {
 		skipped = fmt.Sprintf(" (%d not present, %d ambiguous)", res.NotPresent, res.Ambiguous)
 	}
-	b.a.logf("%s %d key(s) of %d processed%s; %s; mem_seqnum %d, %d item(s) in %d filter(s)",
-		past, res.Changed, res.Processed, skipped, flushed, res.MemSeqnum, res.Items, res.Filters)
+	if res.Skipped > 0 {
+		skipped += fmt.Sprintf(" after skipping %d", res.Skipped)
+	}
+	rate := float64(res.Processed) / max(res.Seconds, 1e-9)
+	b.a.logf("%s %d key(s) of %d processed%s in %s (%s keys/s); %s; mem_seqnum %d, %d item(s) in %d filter(s)",
+		past, res.Changed, res.Processed, skipped, fmtSeconds(res.Seconds), fmtCount(rate), flushed, res.MemSeqnum, res.Items, res.Filters)
 }
 
 // skipped warns of the keys remove left alone, and returns an error if

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cheggaaa/pb/v3"
 	"github.com/dablooms/dablooms/scaling"
@@ -20,13 +22,15 @@ import (
 
 // openRW opens a file for writing; it refuses an interrupted or dirty file.
 func (a *app) openRW(path string) (*scaling.Filter, error) {
-	return scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockTimeout, BootID: a.bootID})
+	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockWait(), BootID: a.bootID})
+	return f, explain(path, err)
 }
 
 // openRO opens a file read-only, whatever its condition: it takes no writer
 // slot and never writes.
 func (a *app) openRO(path string) (*scaling.Filter, error) {
-	return scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, LockTimeout: a.lockTimeout, BootID: a.bootID})
+	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, LockTimeout: a.lockWait(), BootID: a.bootID})
+	return f, explain(path, err)
 }
 
 // writeJSON writes v as the one JSON document of the command's stdout.
@@ -56,21 +60,48 @@ func (a *app) wantProgress() bool {
 	return isTerminal(a.stderr)
 }
 
-// newBar starts a progress bar on stderr counting bytes of input (total 0:
-// unknown, as for stdin). It returns nil when no bar is wanted.
+// newBar starts a progress bar on stderr: it shows the keys done and keys
+// per second, and, over the input's total bytes (0: unknown, as for
+// stdin), how much of it was read and the time left. It returns nil when
+// no bar is wanted.
 func (a *app) newBar(prefix string, total int64) *pb.ProgressBar {
 	if !a.wantProgress() {
 		return nil
 	}
-	tmpl := `{{string . "prefix"}} {{counters . }} {{bar . "[" "=" ">" " " "]"}} {{percent . }} {{speed . }} {{rtime . "ETA %s"}}`
+	tmpl := `{{string . "prefix"}} {{string . "keys"}} {{bar . "[" "=" ">" " " "]"}} {{percent . }} {{rtime . "ETA %s"}}`
 	if total <= 0 {
-		tmpl = `{{string . "prefix"}} {{counters . }} {{speed . }} {{etime . }}`
+		tmpl = `{{string . "prefix"}} {{string . "keys"}} {{etime . }}`
 	}
 	// A bar is drawn only on a terminal (or with --progress always): redraw
 	// in place and end with a newline.
 	bar := pb.New64(total).SetTemplateString(tmpl).SetWriter(a.stderr).
-		Set(pb.Bytes, true).Set("prefix", prefix).Set(pb.Terminal, true).Set(pb.ReturnSymbol, "\r")
+		Set("prefix", prefix).Set("keys", "0 keys").Set(pb.Terminal, true).Set(pb.ReturnSymbol, "\r")
 	return bar.Start()
+}
+
+// barKeys shows n keys and their rate since start on bar.
+func barKeys(bar *pb.ProgressBar, n int, start time.Time) {
+	rate := float64(n) / max(time.Since(start).Seconds(), 1e-9)
+	bar.Set("keys", fmt.Sprintf("%d keys, %s keys/s", n, fmtCount(rate)))
+}
+
+// fmtSeconds formats a duration in seconds: 0.042s, 1.23s, 95.1s.
+func fmtSeconds(s float64) string {
+	if s < 1 {
+		return strconv.FormatFloat(s, 'f', 3, 64) + "s"
+	}
+	return strconv.FormatFloat(s, 'g', 3, 64) + "s"
+}
+
+// fmtCount formats a rate of keys: 950, 12.3k, 4.56M.
+func fmtCount(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+	case v >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
 // item is one key of the input, with the id its line gave.
@@ -224,17 +255,36 @@ func (a *app) scanRange(ctx context.Context, path, label, flag string, first, la
 	})
 }
 
-// scanLines calls fn with every non-empty KEY or KEY<TAB>ID line of r, as an item (named
-// name in errors), with a progress bar labelled label over total bytes
-// (when bars are on). It stops between two lines when ctx is cancelled and
-// returns ctx's error. The key slice is valid only during the call.
+// scanLines calls fn with every KEY or KEY<TAB>ID line of r, as an item
+// (named name in errors), with a progress bar labelled label over total
+// bytes (when bars are on). It stops between two lines when ctx is
+// cancelled and returns ctx's error. The key slice is valid only during
+// the call.
+//
+// The input rules (docs/CLI.md, Conventions): a UTF-8 byte-order mark at
+// the start is dropped; a line ends at LF, and one CR before it is
+// dropped; a CR anywhere else in a line is an input error (the input has
+// CR-only line ends, which would make it one key); empty lines are
+// skipped, and so are lines whose key holds only spaces and tabs, with a
+// warning (they are taken for mistakes, not keys); a line is at most
+// maxLine bytes.
 func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
 	bar := a.newBar(label, total)
+	start := time.Now()
+	keys := 0
 	if bar != nil {
-		defer bar.Finish()
+		defer func() {
+			barKeys(bar, keys, start)
+			bar.Finish()
+		}()
 	}
 	lr := newLineReader(r, 64<<10, maxLine)
-	line := 0
+	line, blank, firstBlank := 0, 0, 0
+	defer func() {
+		if blank > 0 {
+			a.warnf("%s: skipped %d line(s) whose key is only spaces or tabs (the first is line %d): such lines are not keys", name, blank, firstBlank)
+		}
+	}()
 	for {
 		b, ok := lr.next()
 		if !ok {
@@ -243,9 +293,15 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		line++
 		if bar != nil {
 			bar.Add64(int64(len(b) + 1))
+			if line&4095 == 0 {
+				barKeys(bar, keys, start)
+			}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if line == 1 {
+			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
 			continue
@@ -254,14 +310,45 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 		if err != nil {
 			return &inputError{name: name, line: line, msg: err.Error()}
 		}
+		if bytes.IndexByte(b, '\r') >= 0 {
+			return &inputError{name: name, line: line, msg: crMessage}
+		}
+		if isBlank(key) {
+			if blank++; blank == 1 {
+				firstBlank = line
+			}
+			continue
+		}
+		keys++
 		if err := fn(item{key: key, id: id, hasID: hasID, line: line}); err != nil {
 			return err
 		}
 	}
 	if err := lr.err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			msg := fmt.Sprintf("line longer than %d MiB, the longest a line can be", maxLine>>20)
+			if lr.sawCR {
+				msg += "; " + crMessage
+			}
+			return &inputError{name: name, line: line + 1, msg: msg}
+		}
 		return fmt.Errorf("reading %s after line %d: %w", name, line, err)
 	}
 	return nil
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+const crMessage = `a carriage return (CR) inside the line: the input seems to end its lines with CR alone, which is not a line end here; convert it first (tr '\r' '\n')`
+
+// isBlank says whether key holds only spaces and tabs (or nothing).
+func isBlank(key []byte) bool {
+	for _, c := range key {
+		if c != ' ' && c != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxLine is the longest line of input, its newline included: the limit
@@ -282,6 +369,7 @@ type lineReader struct {
 	scanned    int // buf[start:scanned] holds no '\n'
 	max        int
 	rerr       error // the reader's error (io.EOF at the end); sticky
+	sawCR      bool  // the line too long held a CR
 }
 
 func newLineReader(r io.Reader, size, max int) *lineReader {
@@ -322,6 +410,7 @@ func (l *lineReader) fill() {
 	if l.end == len(l.buf) {
 		if len(l.buf) >= l.max {
 			// The partial line is dropped, not returned as the last line.
+			l.sawCR = bytes.IndexByte(l.buf[:l.end], '\r') >= 0
 			l.rerr = bufio.ErrTooLong
 			l.start, l.end, l.scanned = 0, 0, 0
 			return

@@ -21,8 +21,8 @@ type compactJSON struct {
 	Counted       uint64  `json:"counted"` // keys of --from in the id range (0 with --capacity)
 	Keys          uint64  `json:"keys"`    // keys added to the compacted file
 	Capacity      uint64  `json:"capacity"`
-	FirstID       uint64  `json:"first_id"`
-	LastID        uint64  `json:"last_id"`
+	FirstID       *uint64 `json:"first_id"` // smallest id of the keys added; null if none
+	LastID        *uint64 `json:"last_id"`  // largest id of the keys added; null if none
 	SizeBefore    int64   `json:"size_before"`
 	SizeAfter     int64   `json:"size_after"`
 	Seconds       float64 `json:"seconds"`
@@ -42,7 +42,7 @@ func (o *compactOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.from, "from", "", "KEY<TAB>ID lines: the source of truth, every key that should be in the filter (required)")
 	fs.Uint64Var(&o.capacity, "capacity", 0, "capacity of the compacted filter (default: the keys of --from plus --headroom; --from is then read once)")
 	fs.Float64Var(&o.headroom, "headroom", recover.DefaultCompactHeadroom, "room left for new keys, as a fraction of the keys of --from")
-	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for other processes, readers too, to close the file")
+	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for writers' operations in flight, or, for a file older than format 1.3, for other processes to close it")
 }
 
 func newCompactCmd(a *app) *cobra.Command {
@@ -66,9 +66,14 @@ The new file is built beside FILE under a hidden temporary name, flushed,
 verified and renamed over FILE: an error or a crash leaves FILE as it was
 (or compacted), and the next compact removes a temporary file a crash left.
 No backup is kept; take one with backup first if KEYS may be incomplete.
-compact waits up to --wait for every other process that has FILE open,
-readers too, to close it; while it runs, processes that open FILE wait for
-it.`,
+
+A file of format 1.3 (every file this version creates) is compacted while
+other processes keep it open: compact freezes it (their adds and removes
+wait, their lookups answer from the old file), waits up to --wait for the
+operations in flight, and every open handle, readers and writers, moves to
+the compacted file by itself; their adds made while it ran go to the
+compacted file. A file older than format 1.3 must be closed everywhere,
+readers too: compact waits up to --wait for that, then fails (exit 1).`,
 		Example: `  dabloomsctl compact spam.dbl --from links.tsv
   dabloomsctl compact spam.dbl --from links.tsv --headroom 0.5 --json`,
 		Args: exactArgs(1),
@@ -100,7 +105,8 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 	if headroom == 0 {
 		headroom = -1 // none (0 is the library's default)
 	}
-	rep, err := recover.Compact(path, a.compactSource(ctx, o.from), &recover.CompactOptions{
+	ids := &idSpan{lo: math.MaxUint64}
+	rep, err := recover.Compact(path, a.compactSource(ctx, o.from, ids), &recover.CompactOptions{
 		Capacity: o.capacity, Headroom: headroom, Wait: o.wait, BootID: a.bootID,
 	})
 	res := compactJSON{Schema: "dabloomsctl.compact/v1", Path: path, From: o.from}
@@ -115,25 +121,39 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 	}
 	res.FiltersBefore, res.FiltersAfter = rep.FiltersBefore, rep.FiltersAfter
 	res.Counted, res.Keys, res.Capacity = rep.Counted, rep.Keys, rep.Capacity
-	res.FirstID, res.LastID = rep.FirstID, rep.LastID
+	// rep.FirstID and rep.LastID are the bounds asked of the source (0 and
+	// the largest id): the ids the keys had are what the user wants to see.
+	res.FirstID, res.LastID = jsonIDs(ids.lo, ids.hi)
 	res.SizeBefore, res.SizeAfter = rep.SizeBefore, rep.SizeAfter
 	res.Seconds = rep.Duration.Seconds()
 	if a.json {
 		return a.writeJSON(res)
 	}
 	fmt.Fprintf(a.stdout, "compacted %s: %d filter(s) before, %d after\n", path, rep.FiltersBefore, rep.FiltersAfter)
-	fmt.Fprintf(a.stdout, "keys: %d added from %s (ids %s), capacity %d\n", rep.Keys, o.from, idRange(rep.FirstID, rep.LastID), rep.Capacity)
+	span := "no ids"
+	if res.FirstID != nil {
+		span = "ids " + idRange(*res.FirstID, *res.LastID)
+	}
+	fmt.Fprintf(a.stdout, "keys: %d added from %s (%s), capacity %d\n", rep.Keys, o.from, span, rep.Capacity)
 	fmt.Fprintf(a.stdout, "file size: %s before, %s after\n", humanBytes(rep.SizeBefore), humanBytes(rep.SizeAfter))
 	a.logf("compact took %v", rep.Duration.Round(time.Millisecond))
 	return nil
 }
 
+// idSpan is the smallest and largest id of the keys a pass added.
+type idSpan struct{ lo, hi uint64 }
+
 // compactSource reads KEY<TAB>ID lines from path and yields those whose id
-// is in [first, last].
-func (a *app) compactSource(ctx context.Context, path string) recover.Source {
+// is in [first, last]; ids records the span of the ids of the last pass
+// (the one that adds: the first pass may only count).
+func (a *app) compactSource(ctx context.Context, path string, ids *idSpan) recover.Source {
 	pass := 0
 	return func(first, last uint64, add func(key []byte, id uint64) error) error {
 		pass++
-		return a.scanRange(ctx, path, fmt.Sprintf("compact, pass %d", pass), "compact --from", first, last, add)
+		*ids = idSpan{lo: math.MaxUint64}
+		return a.scanRange(ctx, path, fmt.Sprintf("compact, pass %d", pass), "compact --from", first, last, func(key []byte, id uint64) error {
+			ids.lo, ids.hi = min(ids.lo, id), max(ids.hi, id)
+			return add(key, id)
+		})
 	}
 }

@@ -47,7 +47,7 @@ func TestCompact(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("compact: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"compacted " + path + ": 30 filter(s) before, 1 after", "keys: 2000 added from " + keys + " (ids 0..9223372036854775807), capacity 2200", "file size: "} {
+	for _, want := range []string{"compacted " + path + ": 30 filter(s) before, 1 after", "keys: 2000 added from " + keys + " (ids 1..2999), capacity 2200", "file size: "} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -95,6 +95,11 @@ func TestCompact(t *testing.T) {
 	if j.Schema != "dabloomsctl.compact/v1" || j.Path != path || j.From != keys || j.FiltersBefore != 1 || j.FiltersAfter != 1 ||
 		j.Counted != 0 || j.Keys != 2000 || j.Capacity != 5000 || j.SizeAfter <= 0 || j.Error != "" || j.ExitCode != 0 {
 		t.Errorf("JSON %+v", j)
+	}
+	// The ids of the keys added, not the bounds asked of the source (0 and
+	// 2^63-1, issue 31).
+	if j.FirstID == nil || j.LastID == nil || *j.FirstID != 1 || *j.LastID != 2999 {
+		t.Errorf("JSON first_id, last_id = %v, %v; want 1, 2999", j.FirstID, j.LastID)
 	}
 	r = cli(t, "", "compact", path, "--from", keys, "--headroom", "0", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &j); r.code != 0 || err != nil || j.Capacity != 2000 || j.Counted != 2000 {

@@ -13,11 +13,13 @@ import (
 
 // containsOptions are the flags of contains.
 type containsOptions struct {
-	from string
+	from     string
+	exitCode bool
 }
 
 func (o *containsOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
+	fs.BoolVar(&o.exitCode, "exit-code", false, "exit 0 if every key may be present, 1 if any is absent (for scripts, like grep -q)")
 }
 
 func newContainsCmd(a *app) *cobra.Command {
@@ -34,9 +36,15 @@ that was added and not removed.
 Keys come from the command line, then from --from (one KEY or KEY<TAB>ID
 per line; the id is ignored). The file is opened read-only and is never
 written. If the file is interrupted or dirty a warning goes to stderr: its
-answers may then be wrong until it is repaired.`,
+answers may then be wrong until it is repaired.
+
+--exit-code makes the exit code the answer, for scripts: 0 when every key
+may be present, 1 when any is certainly absent (1 is also the code of an
+operational error, which writes a message to stderr; an absent key writes
+none). The answers are printed as usual (add > /dev/null to hide them).`,
 		Example: `  dabloomsctl contains spam.dbl http://a.example/ http://c.example/
-  dabloomsctl contains spam.dbl --from urls.txt --json`,
+  dabloomsctl contains spam.dbl --from urls.txt --json
+  if dabloomsctl contains spam.dbl "$url" --exit-code >/dev/null; then echo seen; fi`,
 		Args: minArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runContains(cmd.Context(), args[0], args[1:], &o)
@@ -75,7 +83,13 @@ func (a *app) runContains(ctx context.Context, path string, keys []string, o *co
 	if err != nil {
 		return err
 	}
-	return out.w.Flush()
+	if err := out.w.Flush(); err != nil {
+		return err
+	}
+	if o.exitCode && out.absent > 0 {
+		return silentExit(exitFail)
+	}
+	return nil
 }
 
 // containsOut writes the answers of contains: a line per key, or one JSON

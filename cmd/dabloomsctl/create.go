@@ -127,6 +127,7 @@ An existing file is refused unless --force is given.`,
 		},
 	}
 	o.bindFlags(cmd.Flags())
+	cmd.RegisterFlagCompletionFunc("layout", cobra.FixedCompletions([]string{"blocked1024", "blocked512", "classic"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -137,10 +138,10 @@ func (a *app) runCreate(path string, o *createOptions, fs *pflag.FlagSet) error 
 	if err != nil {
 		return err
 	}
-	so.LockTimeout, so.BootID = a.lockTimeout, a.bootID
+	so.LockTimeout, so.BootID = a.lockWait(), a.bootID
 	f, err := scaling.Create(path, so)
 	if err != nil {
-		return err
+		return explain(path, err)
 	}
 	st := f.Stats()
 	p := f.Params()

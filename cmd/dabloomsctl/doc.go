@@ -6,12 +6,12 @@
 // Usage:
 //
 //	dabloomsctl create FILE --capacity N --error-rate P [--growth G] [--tightening R] [--seed S] [--layout L] [--force]
-//	dabloomsctl add FILE [KEY...] [--id N] [--from PATH|-] [--exclusive] [--checkpoint N] [--flush-every N] [--no-flush]
-//	dabloomsctl remove FILE [KEY...] [--id N] [--from PATH|-] [--exclusive] [--checkpoint N] [--flush-every N] [--no-flush]
-//	dabloomsctl contains FILE [KEY...] [--from PATH|-]
+//	dabloomsctl add FILE [KEY...] [--id N] [--from PATH|-] [--exclusive] [--checkpoint N] [--skip N] [--flush-every N] [--no-flush]
+//	dabloomsctl remove FILE [KEY...] --id N [--from PATH|-] [--exclusive] [--checkpoint N] [--skip N] [--flush-every N] [--no-flush]
+//	dabloomsctl contains FILE [KEY...] [--from PATH|-] [--exit-code]
 //	dabloomsctl inspect FILE
 //	dabloomsctl verify FILE
-//	dabloomsctl repair FILE [--output NEW | --backup PATH] [--rebuild-from PATH] [--dry-run] [--wait D]
+//	dabloomsctl repair FILE [--output NEW | --backup PATH | --no-backup] [--rebuild-from PATH] [--dry-run] [--wait D]
 //	dabloomsctl flush FILE
 //	dabloomsctl retire FILE --before ID [--no-flush]
 //	dabloomsctl compact FILE --from KEYS [--capacity N] [--headroom F] [--wait D]
@@ -20,16 +20,23 @@
 //	dabloomsctl import-dablooms OLD NEW --capacity C --error-rate P [--counting] [--force]
 //
 // Global flags: --json (one JSON document on stdout), -q/--quiet (no
-// summary, no progress bar), --progress auto|always|never, --lock-timeout D.
+// summary, no progress bar), --progress auto|always|never, --lock-timeout D
+// (the longest the whole command waits for locks). Shell completion:
+// "dabloomsctl completion bash|zsh|fish|powershell".
 // docs/CLI.md in the repository describes every command; "dabloomsctl
 // COMMAND --help" does too.
 //
 // # Input
 //
 // --from reads a file, or stdin for "-": one key per line, "KEY" or
-// "KEY<TAB>ID" (the id after the last tab, a decimal uint64). Empty lines
-// are skipped, a trailing CR is dropped. A line without an id gets --id.
-// Command-line keys are processed first, then the lines. add and remove
+// "KEY<TAB>ID" (the id after the last tab, a decimal from 0 to 2^63-1). A
+// UTF-8 byte-order mark at the start is dropped; a trailing CR is dropped,
+// and a CR elsewhere in a line (CR-only line ends) is an input error; empty
+// lines, and lines whose key is only spaces and tabs (with a warning), are
+// skipped; a line is at most 16 MiB. A line without an id gets --id (add:
+// default 0; remove has no default and needs --id for keys without one).
+// Command-line keys are processed first, then the lines; --skip N passes
+// over the first N of them (resuming after "checkpoint N"). add and remove
 // apply them in batches (AddBatch, RemoveBatch), reading the next batch
 // while one is applied (unless --checkpoint or --flush-every); with
 // --exclusive the command holds the file as its only writer while it runs
@@ -42,6 +49,8 @@
 // with --progress always), never with --quiet or --json. With
 // --checkpoint N, add and remove write "checkpoint N" to stderr after every
 // N keys (even with --quiet): the first N keys of the input are then done.
+// The progress bar counts keys and keys/s; add and remove end with a summary
+// giving the time taken and the rate.
 //
 // # Exit codes
 //
@@ -49,10 +58,12 @@
 //	1  operational error: I/O, lock timeout, no free writer slot, not a
 //	   dablooms file or an unknown format version, interrupted by a signal,
 //	   a key to remove was not present or ambiguous, the file must be
-//	   repaired before it can be written
+//	   repaired before it can be written; contains --exit-code: a key is
+//	   absent
 //	2  usage error: unknown command or flag, wrong arguments, bad value
 //	3  verify or inspect found the file interrupted, dirty, damaged or
-//	   corrupt, or repair could not make it clean
+//	   corrupt (a dablooms file cut short included), or repair could not
+//	   make it clean
 //
 // # JSON schema
 //
@@ -94,6 +105,8 @@
 //	disk_seqnum  number   after the command (0: not clean)
 //	items        number   items in the file
 //	filters      number   filters in the chain
+//	skipped      number   keys at the start of the input passed over by --skip
+//	seconds      number   the command's wall time
 //
 // dabloomsctl.contains/v1:
 //
@@ -133,7 +146,9 @@
 //	"unknown" if it cannot be opened), state (of the deep check), exit_code,
 //	mem_seqnum, disk_seqnum, phase, epoch, seqnum_meaning (a sentence),
 //	items, retired (filters retired since creation; absent if none),
-//	estimated_fpr, live_slots, dead_slots, closed_slots, interrupted_ops,
+//	filter_limit (the most filters the chain can reach), filters_left
+//	(filter_limit minus the chain's filters: 0 = full once the newest
+//	filter is), estimated_fpr, live_slots, dead_slots, closed_slots, interrupted_ops,
 //	slots (as in verify), findings (as in verify), and filters: [{index
 //	(position in the chain), entry (directory entry; absent unless it
 //	differs from index), first_id, last_id, capacity, items, fill,
@@ -182,8 +197,8 @@
 //	counted         number   keys of --from in the id range (0 with --capacity)
 //	keys            number   keys added to the compacted file
 //	capacity        number   capacity of the compacted filter
-//	first_id        number   smallest id read from --from
-//	last_id         number   largest id read from --from
+//	first_id        number   smallest id of the keys added (null if none)
+//	last_id         number   largest id of the keys added (null if none)
 //	size_before     number   bytes before
 //	size_after      number   bytes after
 //	seconds         number   time taken

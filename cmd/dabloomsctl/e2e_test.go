@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,7 +149,7 @@ func TestEndToEnd(t *testing.T) {
 	if strings.Contains(r.stderr, "\r") {
 		t.Error("a progress bar was drawn on a stderr that is not a terminal")
 	}
-	if !strings.Contains(r.stderr, "added 100000 key(s) of 100000 processed; flushed") {
+	if !regexp.MustCompile(`added 100000 key\(s\) of 100000 processed in [0-9.]+s \([0-9.]+[kM]? keys/s\); flushed`).MatchString(r.stderr) {
 		t.Errorf("summary: %s", r.stderr)
 	}
 	var sample, absent []string

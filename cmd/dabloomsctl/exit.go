@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
@@ -65,7 +66,11 @@ func (a *app) exitCode(err error) int {
 	if errors.Is(err, context.Canceled) {
 		msg = "interrupted: " + msg
 	}
-	fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", msg)
+	// A joined error (the run's and the flush's) spans several lines:
+	// each gets the prefix.
+	for _, line := range strings.Split(msg, "\n") {
+		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", line)
+	}
 	if hint := hintFor(err); hint != "" {
 		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", hint)
 	}

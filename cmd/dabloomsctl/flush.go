@@ -35,7 +35,7 @@ refuses an interrupted or dirty file: repair it first.`,
 			}
 			defer f.Close()
 			if err := f.Flush(); err != nil {
-				return err
+				return explain(args[0], err)
 			}
 			st := f.Stats()
 			if err := f.Close(); err != nil {

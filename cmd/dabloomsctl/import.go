@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
 )
@@ -35,7 +37,9 @@ new file in this project's format. OLD is only read, never changed.
 
 The original's files carry no parameters: give the capacity and error rate
 it was created with. A file whose size does not match the layout those
-parameters imply is refused, with the sizes they would imply.
+parameters imply is refused, with the sizes they would imply. A file that
+is already in this format is recognised and refused: there is nothing to
+import.
 
 The converted filters keep the original's hash (MurmurHash3, seed
 0x97c29b3a) and layout, so every key gets exactly the answer it got before.
@@ -52,13 +56,20 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			if capacity == 0 || errorRate == 0 {
 				return usageErrorf("--capacity and --error-rate are required: the original's files do not record them")
 			}
+			if startsWithMagic(args[0]) {
+				// The original's files have no magic; this format's do.
+				return fmt.Errorf("%s is already a dablooms file of this format, not one of the original C dablooms: there is nothing to import; use it as it is ('dabloomsctl inspect %s' shows it, 'dabloomsctl backup' copies it)", args[0], args[0])
+			}
 			imp, kind := scaling.ImportDablooms, "scaling"
 			if counting {
 				imp, kind = scaling.ImportDabloomsCounting, "counting"
 			}
-			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockTimeout, BootID: a.bootID})
+			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockWait(), BootID: a.bootID})
 			if err != nil {
-				return err
+				if !exists(args[0]) {
+					return explain(args[0], err)
+				}
+				return explain(args[1], err)
 			}
 			defer f.Close()
 			st := f.Stats()

@@ -89,3 +89,26 @@ func TestImportDablooms(t *testing.T) {
 		t.Fatalf("counting: exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// A file already in this format is recognised, not measured against the
+// original's layout ("file size does not match parameters"), and left
+// alone (issue 31).
+func TestImportNativeFile(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "native.dbl")
+	if r := cli(t, "", "create", old, "--capacity", "1000", "--error-rate", "0.05", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	sum := sha(t, old)
+	newPath := filepath.Join(dir, "new.dbl")
+	r := cli(t, "", "import-dablooms", old, newPath, "--capacity", "1000", "--error-rate", "0.05")
+	if r.code != 1 || !strings.Contains(r.stderr, "is already a dablooms file of this format") || strings.Contains(r.stderr, "size") {
+		t.Errorf("import of a native file: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(newPath); !os.IsNotExist(err) {
+		t.Errorf("import of a native file wrote %s: %v", newPath, err)
+	}
+	if sha(t, old) != sum {
+		t.Error("import changed the native file")
+	}
+}

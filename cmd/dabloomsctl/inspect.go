@@ -57,6 +57,8 @@ type inspectJSON struct {
 	SeqnumMeaning  string              `json:"seqnum_meaning"`
 	Items          uint64              `json:"items"`
 	Retired        uint64              `json:"retired,omitempty"` // filters retired since creation; absent if none
+	FilterLimit    int                 `json:"filter_limit"`      // the most filters the chain can reach (header.MaxFilters or fewer)
+	FiltersLeft    int                 `json:"filters_left"`      // filter_limit minus the filters in the chain: 0 = full once the newest is
 	EstimatedFPR   float64             `json:"estimated_fpr"`
 	LiveSlots      int                 `json:"live_slots"`
 	DeadSlots      int                 `json:"dead_slots"`
@@ -65,6 +67,8 @@ type inspectJSON struct {
 	Slots          []slotJSON          `json:"slots"`
 	Filters        []inspectFilterJSON `json:"filters"`
 	Findings       []findingJSON       `json:"findings"`
+
+	advice string // what to do about the state (text output only)
 }
 
 func newInspectCmd(a *app) *cobra.Command {
@@ -102,7 +106,7 @@ The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.`,
 			if out.ExitCode == exitFail {
 				a.warnf("%s is not a dablooms file this version can read", path)
 			} else if out.ExitCode != exitOK {
-				a.warnf("%s is %s: run 'dabloomsctl verify %s' for the details, then 'dabloomsctl repair'", path, out.State, path)
+				a.warnf("%s is %s: %s; 'dabloomsctl verify %s' gives the details", path, out.State, out.advice, path)
 			}
 			return silentExit(out.ExitCode)
 		},
@@ -119,7 +123,6 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 			if rep == nil {
 				rep = corruptReport(path, err)
 			}
-			a.warnf("cannot open %s: %v", path, err)
 			code := reportExit(rep)
 			if code == exitOK {
 				code = exitFail
@@ -127,6 +130,7 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 			return &inspectJSON{
 				Schema: "dabloomsctl.inspect/v1", Path: path, State: rep.State.String(), ExitCode: code,
 				Condition: "unknown", Findings: toReportJSON(rep).Findings, Slots: []slotJSON{}, Filters: []inspectFilterJSON{},
+				advice: stateMeaning(rep),
 			}, nil
 		}
 		return nil, err
@@ -170,11 +174,15 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 	switch {
 	case rep != nil:
 		out.ExitCode = reportExit(rep)
+		out.advice = stateMeaning(rep)
 	case st.Condition == scaling.Interrupted || st.Condition == scaling.Dirty:
 		out.ExitCode = exitUnclean
+		out.advice = "run 'dabloomsctl repair'"
 	}
 	out.SeqnumMeaning = seqnumMeaning(st)
 	out.Retired = st.Retired
+	out.FilterLimit = st.FilterLimit
+	out.FiltersLeft = max(st.FilterLimit-len(st.Filters), 0)
 	for j, fs := range st.Filters {
 		firstID, lastID := jsonIDs(fs.FirstID, fs.LastID)
 		fj := inspectFilterJSON{
@@ -263,6 +271,14 @@ func writeInspect(w io.Writer, o *inspectJSON, fancy bool) {
 	fmt.Fprintf(w, "             %s\n", o.SeqnumMeaning)
 	fmt.Fprintf(w, "items:       %d in %d filter(s); estimated false-positive rate %s (bound %s)\n",
 		o.Items, len(o.Filters), fmtRate(o.EstimatedFPR), fmtRate(p.ErrorRate))
+	fmt.Fprintf(w, "chain:       %d of at most %d filter(s)", len(o.Filters), o.FilterLimit)
+	switch {
+	case o.FiltersLeft == 0:
+		fmt.Fprint(w, ": full once the newest filter is; then 'retire' or 'compact' makes room")
+	case o.FiltersLeft*4 <= o.FilterLimit:
+		fmt.Fprintf(w, ": %d more before the file is full; 'retire' or 'compact' makes room", o.FiltersLeft)
+	}
+	fmt.Fprintln(w)
 	if o.Retired > 0 {
 		fmt.Fprintf(w, "retired:     %d filter(s) since the file was created: filter # below is number %d+# since then\n", o.Retired, o.Retired)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -21,7 +22,7 @@ func main() {
 // run executes the command line args and returns the exit code. It is what
 // the tests drive: nothing in the commands calls os.Exit.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, start: time.Now()}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
@@ -30,23 +32,27 @@ type repairJSON struct {
 // repairOptions are the flags of repair.
 type repairOptions struct {
 	output, backup, rebuildFrom string
-	dryRun                      bool
+	dryRun, noBackup            bool
 	wait                        time.Duration
 }
 
 func (o *repairOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", "write the repaired file here and leave FILE untouched")
-	fs.StringVar(&o.backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak)")
+	fs.StringVar(&o.backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak, or FILE.bak.N if that exists); an existing file there is replaced")
+	fs.BoolVar(&o.noBackup, "no-backup", false, "do not keep the original of an in-place repair")
 	fs.StringVar(&o.rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
 	fs.BoolVarP(&o.dryRun, "dry-run", "n", false, "report what would be done; change nothing")
-	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for other processes to close the file (in place: readers too)")
+	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for writers' operations in flight, or, for a file older than format 1.3, for other processes to close it")
 }
 
 // validate checks the flags against each other and that path and
 // --rebuild-from exist.
 func (o *repairOptions) validate(path string) error {
-	if o.output != "" && o.backup != "" {
-		return usageErrorf("--backup is for repairs in place; with --output the original is left untouched")
+	if o.output != "" && (o.backup != "" || o.noBackup) {
+		return usageErrorf("--backup and --no-backup are for repairs in place; with --output the original is left untouched")
+	}
+	if o.backup != "" && o.noBackup {
+		return usageErrorf("--backup and --no-backup contradict each other")
 	}
 	if _, err := os.Stat(path); err != nil {
 		return err
@@ -62,7 +68,7 @@ func (o *repairOptions) validate(path string) error {
 func newRepairCmd(a *app) *cobra.Command {
 	var o repairOptions
 	cmd := &cobra.Command{
-		Use:   "repair FILE [--output NEW] [--rebuild-from PATH] [--dry-run]",
+		Use:   "repair FILE [--output NEW | --backup PATH | --no-backup] [--rebuild-from PATH] [--dry-run]",
 		Short: "Roll back cut operations and rebuild damaged filters",
 		Long: `repair brings a file back to a clean state:
   interrupted  the operations that dead writers left in flight are rolled
@@ -81,14 +87,22 @@ and then verifies the result, printing the findings as verify does.
 should be in the filter. For each filter to rebuild, the lines whose id is
 in the filter's id range are added again (the file is read once per filter).
 
-In place (no --output), the original is first copied to --backup (default
-FILE.bak, or FILE.bak.2, ... if that exists), which is kept; a file with
-nothing to repair is left alone and no backup is written. With --output
-NEW the original is left untouched and the repaired file is written to NEW.
---dry-run only reports what would be done. repair waits up to --wait for
-writers that are still running to close the file; in place, for readers
-too (inspect, contains, any read-only handle), so that none is left on the
-replaced file.
+In place (no --output), the original is first kept as --backup (default
+FILE.bak, or FILE.bak.2, ... if that exists; an existing --backup is
+replaced, so a fixed --backup keeps one), or not at all with --no-backup; a
+file with nothing to repair is left alone and no backup is written. With
+--output NEW the original is left untouched and the repaired file is written
+to NEW. --dry-run only reports what would be done. -q prints only the
+summary, not each action and finding.
+
+In place, a file of format 1.3 (every file this version creates) is repaired
+while other processes keep it open: repair freezes it (their adds and
+removes wait, their lookups go on), waits up to --wait for the operations
+in flight, renames the repaired file over it, and every open handle,
+readers and writers, moves to the repaired file by itself. A file older
+than format 1.3 must be closed everywhere, readers too: repair waits up to
+--wait for that, then fails (exit 1). With --output or --dry-run it waits
+for the writers still running to close the file.
 
 The exit code is 0 if the file ends clean (or unflushed), 3 if it could not
 be made clean.`,
@@ -111,7 +125,13 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 		return err
 	}
 	backup := o.backup
-	if o.output == "" && backup == "" && !o.dryRun {
+	switch {
+	case o.output != "" || o.dryRun || backup != "":
+	case o.noBackup:
+		// The library always keeps the original (a hard link where it
+		// can): under a hidden name, removed once the repair is done.
+		backup = freeBackupName(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".repair-original"))
+	default:
 		backup = freeBackupName(path)
 	}
 	ro := &recover.RepairOptions{Output: o.output, Backup: backup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
@@ -131,6 +151,14 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 	}
 	res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
 	res.Backup = r.Backup // "" unless the original was really kept there
+	if o.noBackup && r.Backup != "" {
+		if rerr := os.Remove(r.Backup); rerr != nil {
+			a.warnf("--no-backup: could not remove the original kept as %s: %v", r.Backup, rerr)
+		} else {
+			res.Backup = ""
+			r.Actions = append(r.Actions, "removed the original (--no-backup)")
+		}
+	}
 	if err != nil {
 		// Nothing was written: the report is that of the file as it
 		// is, and repair could not work at all (exit 1, documented).
@@ -152,10 +180,15 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 // writeRepair writes the text report of a repair; err is the error that
 // stopped it (nothing was written).
 func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, err error) {
-	for _, act := range r.Actions {
-		fmt.Fprintf(a.stdout, "action: %s\n", act)
+	if !a.quiet { // -q: the summary lines only
+		for _, act := range r.Actions {
+			if o.noBackup && strings.HasPrefix(act, "kept the original as ") {
+				continue
+			}
+			fmt.Fprintf(a.stdout, "action: %s\n", act)
+		}
+		writeFindings(a.stdout, r)
 	}
-	writeFindings(a.stdout, r)
 	target := res.Path
 	if o.output != "" {
 		target = o.output
@@ -178,6 +211,8 @@ func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, 
 	switch {
 	case res.Backup != "":
 		fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
+	case err == nil && o.output == "" && !o.dryRun && o.noBackup:
+		fmt.Fprintln(a.stdout, "no backup was kept (--no-backup)")
 	case err == nil && o.output == "" && !o.dryRun:
 		fmt.Fprintln(a.stdout, "no backup was written: the original was not replaced")
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/recover"
@@ -86,11 +87,18 @@ func hex64(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 // is not a dablooms file at all (or of an unknown version) is an
 // operational error, 1. Only a corrupt report can be that: a damaged file
 // has a valid metadata copy, so it is a dablooms file this version reads.
+// A file that starts with the dablooms magic but is too short to hold a
+// metadata copy is a dablooms file cut short, so damaged: 3, like a file
+// cut elsewhere.
 func reportExit(r *recover.Report) int {
 	if r.State == recover.Clean || r.State == recover.Unflushed {
 		return exitOK
 	}
-	if err := r.Err(); r.State == recover.Corrupt && (errors.Is(err, header.ErrNotDablooms) || errors.Is(err, header.ErrVersion)) {
+	err := r.Err()
+	if r.State == recover.Corrupt && errors.Is(err, header.ErrVersion) {
+		return exitFail
+	}
+	if r.State == recover.Corrupt && errors.Is(err, header.ErrNotDablooms) && !startsWithMagic(r.Path) {
 		return exitFail
 	}
 	return exitUnclean
@@ -105,6 +113,7 @@ func toReportJSON(r *recover.Report) reportJSON {
 		NeedsRebuild: append([]int{}, r.NeedsRebuild...), Actions: append([]string{}, r.Actions...),
 	}
 	for _, f := range r.Findings {
+		f = plainFinding(f)
 		out.Findings = append(out.Findings, findingJSON{State: f.State.String(), Filter: f.Filter, Slot: f.Slot, Offset: f.Offset, Field: f.Field, Message: f.Message})
 	}
 	for _, f := range r.Filters {
@@ -136,8 +145,22 @@ func toReportJSON(r *recover.Report) reportJSON {
 // writeFindings prints every finding on its own line.
 func writeFindings(w io.Writer, r *recover.Report) {
 	for _, f := range r.Findings {
-		fmt.Fprintln(w, f.String())
+		fmt.Fprintln(w, plainFinding(f).String())
 	}
+}
+
+// plainFinding says a bad magic in words: the library quotes the first
+// eight bytes, which for a file that is not a dablooms file at all (a
+// random file, a text file) are noise on the terminal.
+func plainFinding(f recover.Finding) recover.Finding {
+	if f.Field == "magic" && strings.HasPrefix(f.Message, "got ") {
+		if f.Offset == 0 {
+			f.Message = fmt.Sprintf("the file does not start with %q, the mark of a dablooms file", header.Magic[:])
+		} else {
+			f.Message = fmt.Sprintf("no %q mark here, where a metadata copy starts", header.Magic[:])
+		}
+	}
+	return f
 }
 
 // String formats a finding as recover.Finding.String does.
@@ -199,7 +222,8 @@ func stateMeaning(r *recover.Report) string {
 	case recover.Corrupt:
 		if len(r.Filters) == 0 {
 			// No metadata copy to work from: repair cannot help.
-			return "no metadata copy can be used: restore a backup"
+			return "no metadata copy can be used, so repair cannot help: restore a backup (dabloomsctl backup makes one), " +
+				"or create the file anew ('dabloomsctl create --force') and add your keys again ('dabloomsctl add --from KEYS')"
 		}
 		return "the file's structure is broken: restore a backup, or 'repair --rebuild-from' into --output"
 	}

@@ -73,6 +73,21 @@ nothing is not an error.`,
 	return cmd
 }
 
+// idValue is a flag holding an id: parseID checks it when the command line
+// is parsed, before any file is opened.
+type idValue uint64
+
+func (v *idValue) String() string { return strconv.FormatUint(uint64(*v), 10) }
+func (v *idValue) Type() string   { return "ID" }
+func (v *idValue) Set(s string) error {
+	id, err := parseID(s)
+	if err != nil {
+		return err
+	}
+	*v = idValue(id)
+	return nil
+}
+
 // parseID parses a decimal id, at most header.MaxID (2^63-1): the top bit
 // of an id word is the filter's sealed flag, so no key has a larger id.
 func parseID(s string) (uint64, error) {
@@ -98,13 +113,13 @@ func (a *app) runRetire(path string, before uint64, noFlush bool) error {
 	defer f.Close() // idempotent: the Close below is the one whose error counts
 	n, runErr := f.RetireBefore(before)
 	if runErr != nil {
-		runErr = fmt.Errorf("retire: %w", runErr)
+		runErr = fmt.Errorf("retire: %w", explain(path, runErr))
 	}
 	res := retireJSON{Schema: "dabloomsctl.retire/v1", Path: path, Before: before, Retired: n}
 	// Whatever happened, make what was done durable (unless told not to).
-	if !noFlush {
+	if !noFlush && !errors.Is(runErr, scaling.ErrLockTimeout) { // --lock-timeout bounds the whole command
 		if ferr := f.Flush(); ferr != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", ferr))
+			runErr = errors.Join(runErr, fmt.Errorf("flush: %w", explain(path, ferr)))
 		} else {
 			res.Flushed = true
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,19 @@ type app struct {
 	progress    string
 	lockTimeout time.Duration
 	bootID      string
+	start       time.Time // when the command started: --lock-timeout bounds its waits together
+}
+
+// lockWait is what is left of --lock-timeout since the command started: the
+// LockTimeout of the next handle it opens, so that every wait of the
+// command for a lock adds up to at most --lock-timeout. (A handle waits
+// its own LockTimeout at each step; after a step timed out, a command does
+// not start another step that would wait for the same lock.)
+func (a *app) lockWait() time.Duration {
+	if a.lockTimeout == 0 {
+		return 0 // the library's default
+	}
+	return max(a.lockTimeout-time.Since(a.start), time.Millisecond)
 }
 
 const exitCodesHelp = `Exit codes:
@@ -27,10 +41,11 @@ const exitCodesHelp = `Exit codes:
      on this boot, so every completed change is in the page cache)
   1  operational error: I/O, lock timeout, no free writer slot, not a dablooms
      file, unsupported version, interrupted by a signal, a key to remove was
-     not present or ambiguous, the file needs repair before it can be written
+     not present or ambiguous, the file needs repair before it can be written;
+     contains --exit-code: a key is absent (and nothing on stderr)
   2  usage error: unknown command or flag, wrong number of arguments, bad value
-  3  verify or inspect found the file interrupted, dirty, damaged or corrupt,
-     or repair could not make it clean`
+  3  verify or inspect found the file interrupted, dirty, damaged or corrupt
+     (a dablooms file cut short included), or repair could not make it clean`
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
@@ -48,6 +63,12 @@ Results go to stdout; logs, warnings and progress bars go to stderr. With
 in docs/CLI.md (and "go doc ./cmd/dabloomsctl"); each carries a "schema" field
 naming its version.
 
+Shell completion (commands, flags, --layout and --progress values, files):
+  source <(dabloomsctl completion bash)     # or zsh, fish, powershell
+'dabloomsctl completion bash --help' says how to install it for good.
+
+Each command's --help starts with its usage and ends with the exit codes.
+
 ` + exitCodesHelp,
 		Example: `  dabloomsctl create spam.dbl --capacity 1000000 --error-rate 0.001
   dabloomsctl add spam.dbl --from links.tsv       # KEY<TAB>ID per line
@@ -58,6 +79,9 @@ naming its version.
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return usageErrorf("unknown command %q; did you mean %s?", args[0], strings.Join(s, " or "))
+				}
 				return usageErrorf("unknown command %q", args[0])
 			}
 			return nil
@@ -75,10 +99,11 @@ naming its version.
 	pf.BoolVar(&a.json, "json", false, "write one JSON document to stdout (schema in docs/CLI.md); no progress bar")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "no progress bar and no summary on stderr")
 	pf.StringVar(&a.progress, "progress", "auto", "progress bar on stderr for bulk work: auto (when stderr is a terminal), always, never")
-	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "longest wait for a lock held by another process")
+	pf.DurationVar(&a.lockTimeout, "lock-timeout", 10*time.Second, "longest the command waits, in all, for locks other processes hold")
 	pf.StringVar(&a.bootID, "boot-id", "", "pretend the machine's boot id is this (testing crash handling)")
 	pf.MarkHidden("boot-id")
-	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
+	root.RegisterFlagCompletionFunc("progress", cobra.FixedCompletions([]string{"auto", "always", "never"}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.AddCommand(
 		newCreateCmd(a),
@@ -99,7 +124,7 @@ naming its version.
 	for _, c := range root.Commands() {
 		c.SilenceErrors, c.SilenceUsage = true, true
 		if c.Long != "" {
-			c.Long += "\n\n" + exitCodesHelp
+			c.SetHelpTemplate(subHelpTemplate)
 		}
 	}
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
@@ -115,6 +140,24 @@ naming its version.
 	}
 	return root
 }
+
+// subHelpTemplate is a command's --help: its usage first, then what it
+// does, examples, flags, and the exit codes at the end.
+const subHelpTemplate = `Usage:
+  {{.UseLine}}
+
+{{.Long | trimTrailingWhitespaces}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}
+
+` + exitCodesHelp + "\n"
 
 // exactArgs and minArgs are cobra's validators, returning usage errors.
 func exactArgs(n int) cobra.PositionalArgs {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dablooms/dablooms/scaling"
+)
+
+// internals are words of the library's messages that a user of the CLI
+// should not meet: package names, system calls, Go API options.
+var internals = []string{"mmapfile:", "statfs", "strconv.", "AllowUnclean", "run recovery", "+Inf counters", "open " /* "open X: open X:" */, "dablooms: "}
+
+func checkWords(t *testing.T, what, stderr string) {
+	t.Helper()
+	for _, w := range internals {
+		if strings.Contains(stderr, w) {
+			t.Errorf("%s: stderr shows internals (%q):\n%s", what, w, stderr)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if line != "" && !strings.HasPrefix(line, "dabloomsctl: ") && !strings.HasPrefix(line, "Run '") &&
+			!strings.HasPrefix(line, "added ") && !strings.HasPrefix(line, "removed ") {
+			t.Errorf("%s: a line of stderr lacks the dabloomsctl: prefix: %q", what, line)
+		}
+	}
+}
+
+// Errors of the library come out in words a user understands, naming the
+// file once (issue 31, "Messages that show internals").
+func TestMessagesInWords(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "10", "--error-rate", "0.1", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"create", path, "--capacity", "10", "--error-rate", "0.1"}, 1, path + " already exists"},
+		{[]string{"create", filepath.Join(dir, "no", "x.dbl"), "--capacity", "10", "--error-rate", "0.1"}, 1, "the directory " + filepath.Join(dir, "no") + " does not exist"},
+		{[]string{"add", dir, "k"}, 1, dir + " is a directory"},
+		{[]string{"contains", dir, "k"}, 1, dir + " is a directory"},
+		{[]string{"add", filepath.Join(dir, "missing.dbl"), "k"}, 1, "missing.dbl does not exist"},
+		{[]string{"add", path, "k", "--id", "x"}, 2, `"x" is not an id`},
+	}
+	// A random file's first bytes are not quoted back (verify and inspect).
+	random := filepath.Join(dir, "random.dbl")
+	if err := os.WriteFile(random, []byte("\xce\x19,\xb8\xbdH\x11m and more bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"verify", "inspect"} {
+		r := cli(t, "", cmd, random)
+		if r.code != 1 || strings.Contains(r.stdout, "\xce") || !strings.Contains(r.stdout, `does not start with "DABLOOMS"`) {
+			t.Errorf("%s of a random file: exit %d, %q", cmd, r.code, r.stdout)
+		}
+	}
+	for _, c := range cases {
+		r := cli(t, "", c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+		checkWords(t, strings.Join(c.args, " "), r.stderr)
+		if n := strings.Count(r.stderr, filepath.Base(c.args[1])); c.code == 1 && n != 1 {
+			t.Errorf("%v: stderr names the file %d times, want once: %q", c.args, n, r.stderr)
+		}
+	}
+}
+
+// A full chain is said in words, with what to do; inspect shows the limit
+// and how near the file is to it.
+func TestFullChain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "full.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "1", "--growth", "1", "--error-rate", "0.1", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var in strings.Builder
+	for i := 1; i <= 70; i++ {
+		fmt.Fprintf(&in, "k%d\t%d\n", i, i)
+	}
+	r := cli(t, in.String(), "add", path, "--from", "-")
+	if r.code != 1 || !strings.Contains(r.stderr, "full.dbl is full") || !strings.Contains(r.stderr, "retire") ||
+		!strings.Contains(r.stderr, "compact") || !strings.Contains(r.stderr, "--capacity") {
+		t.Errorf("add to a full chain: exit %d, %q", r.code, r.stderr)
+	}
+	checkWords(t, "add to a full chain", r.stderr)
+	r = cli(t, "", "inspect", path)
+	if !strings.Contains(r.stdout, "chain:       64 of at most 64 filter(s): full") {
+		t.Errorf("inspect of a full chain:\n%s", r.stdout)
+	}
+	r = cli(t, "", "inspect", path, "--json")
+	var doc struct {
+		FilterLimit int `json:"filter_limit"`
+		FiltersLeft int `json:"filters_left"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.FilterLimit != 64 || doc.FiltersLeft != 0 {
+		t.Errorf("inspect --json of a full chain: %+v, %v", doc, err)
+	}
+}
+
+// A dablooms file cut short is damaged, exit 3, whatever the length, with
+// advice that works; an empty or random file stays exit 1 (issue 27 item 7).
+func TestTruncatedAnyLength(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	random := make([]byte, 5000)
+	rand.Read(random)
+	for _, c := range []struct {
+		name string
+		data []byte
+		code int
+	}{
+		{"cut5000", orig[:5000], 3},
+		{"cut90000", orig[:90000], 3},
+		{"cut8", orig[:8], 3},
+		{"random", random, 1},
+		{"empty", nil, 1},
+	} {
+		p := filepath.Join(dir, c.name+".dbl")
+		if err := os.WriteFile(p, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"verify", "inspect"} {
+			r := cli(t, "", cmd, p)
+			if r.code != c.code {
+				t.Errorf("%s %s: exit %d, want %d: %s", cmd, c.name, r.code, c.code, r.stderr)
+			}
+			if c.code == 3 && !strings.Contains(r.stderr, "restore a backup") {
+				t.Errorf("%s %s: no advice that works: %s", cmd, c.name, r.stderr)
+			}
+			r = cli(t, "", cmd, p, "--json")
+			var doc struct {
+				ExitCode *int `json:"exit_code"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.ExitCode == nil || *doc.ExitCode != c.code || r.code != c.code {
+				t.Errorf("%s --json %s: exit %d, %s", cmd, c.name, r.code, r.stdout)
+			}
+		}
+		if r := cli(t, "", "add", p, "k"); r.code != 1 || (c.code == 3) != strings.Contains(r.stderr, "damaged dablooms file") {
+			t.Errorf("add to %s: exit %d, %q", c.name, r.code, r.stderr)
+		}
+	}
+}
+
+// --lock-timeout bounds the whole command: after an add timed out waiting
+// for an exclusive writer, the flush does not wait for it again.
+func TestLockTimeoutOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.dbl")
+	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.01", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	f, err := scaling.Open(path, &scaling.OpenOptions{Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := cli(t, "", "add", path, "c", "--id", "3", "--lock-timeout", "100ms")
+	if r.code != 1 || strings.Count(r.stderr, "timed out") != 1 || strings.Contains(r.stderr, "flush:") {
+		t.Errorf("add beside an exclusive writer: exit %d, stderr %q; want one lock timeout, no flush", r.code, r.stderr)
+	}
+	checkWords(t, "add beside an exclusive writer", r.stderr)
+}
