@@ -94,7 +94,9 @@ naming its version.
 		newBenchCmd(a),
 		newImportCmd(a),
 		newCompactCmd(a),
+		newVersionCmd(a),
 	)
+	setVersionFlag(root)
 	for _, c := range root.Commands() {
 		c.SilenceErrors, c.SilenceUsage = true, true
 		if c.Long != "" {
