@@ -326,7 +326,12 @@ func TestCExample(t *testing.T) {
 func TestPython(t *testing.T) {
 	py := python(t)
 	dir := library(t)
-	env := append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "DABLOOMS_ORIGINALS="+copyOriginals(t))
+	src, err := filepath.Abs("python/src") // the module, not installed
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "DABLOOMS_ORIGINALS="+copyOriginals(t),
+		"PYTHONPATH="+src)
 	cmd := exec.Command(py, "-m", "unittest", "-v", "test_pydablooms")
 	cmd.Dir, cmd.Env = "python", env
 	out, err := cmd.CombinedOutput()
@@ -355,6 +360,14 @@ func TestPython(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("example.py output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// The original's own test script, unmodified.
+	cmd = exec.Command(py, filepath.Join(reference(t), "tests", "test_pydablooms.py"), filepath.Join(t.TempDir(), "bloom.bin"), words(t, 150_000))
+	cmd.Env = env
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "TEST PASS") {
+		t.Fatalf("the original's test_pydablooms.py: %v\n%s", err, out)
 	}
 }
 
@@ -401,7 +414,7 @@ func BenchmarkCallBoundary(b *testing.B) {
 		run(b, func() (float64, float64) {
 			cmd := exec.Command(py, "bench_pydablooms.py", filepath.Join(b.TempDir(), "bench.bin"), strconv.Itoa(n))
 			cmd.Dir = "python"
-			cmd.Env = append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"))
+			cmd.Env = append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "PYTHONPATH=src") // relative to Dir
 			return benchRun(b, cmd)
 		})
 	})

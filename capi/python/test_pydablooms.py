@@ -38,7 +38,11 @@ class Base(unittest.TestCase):
 
 class TestAPI(Base):
     def test_version(self):
-        self.assertTrue(pydablooms.__version__.startswith("0.9.1"), pydablooms.__version__)
+        v = pydablooms.__version__
+        self.assertTrue(v.startswith("0.9.1+go ("), v)
+        # The build, as dabloomsctl version says it: module, revision, Go, formats.
+        for part in ("github.com/dablooms/dablooms ", ", revision ", ", go1.", ", format 1."):
+            self.assertIn(part, v)
 
     def test_readme_session(self):
         # The original's pydablooms/README.md session, with this library's answers.
@@ -193,7 +197,8 @@ def _worker(path, prefix, n, mode):
         "print('ok')\n"
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    # the child imports the module this process imported
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(pydablooms.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
     p = subprocess.Popen([sys.executable, "-c", code, path, prefix, str(n), mode],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     line = p.stdout.readline()
