@@ -44,6 +44,20 @@ class TestAPI(Base):
         for part in ("github.com/dablooms/dablooms ", ", revision ", ", go1.", ", format 1."):
             self.assertIn(part, v)
 
+    def test_nul_in_path(self):
+        # C would end the path at the NUL and replace (or open) another file.
+        victim = self.path("victim")
+        with open(victim, "wb") as f:
+            f.write(b"not a filter")
+        for path in (victim + "\x00.new.dbl", os.fsencode(victim) + b"\x00.new.dbl"):
+            with self.assertRaises(ValueError) as cm:
+                pydablooms.Dablooms(capacity=100, error_rate=0.01, filepath=path)
+            self.assertIn("null byte", str(cm.exception))
+            self.assertRaises(ValueError, pydablooms.load_dabloom, capacity=100, error_rate=0.01, filepath=path)
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"not a filter")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["victim"])
+
     def test_readme_session(self):
         # The original's pydablooms/README.md session, with this library's answers.
         bloom = pydablooms.Dablooms(capacity=1000, error_rate=.05, filepath=self.path("bloom.bin"))

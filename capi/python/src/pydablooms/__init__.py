@@ -95,7 +95,16 @@ def _params(capacity, error_rate, filepath):
     capacity = int(capacity)
     if not 0 < capacity <= 0xFFFFFFFF:
         raise ValueError("capacity must be between 1 and 2**32-1, not %d" % capacity)
-    return capacity, float(error_rate), os.fsencode(filepath)
+    return capacity, float(error_rate), _path(filepath)
+
+
+def _path(filepath):
+    """filepath as the bytes C gets; ValueError for a NUL byte, which C would
+    take as the end of the path (open() refuses it the same way)."""
+    path = os.fsencode(filepath)
+    if b"\0" in path:
+        raise ValueError("embedded null byte in filepath %r" % (filepath,))
+    return path
 
 
 def _id(id):
