@@ -1,8 +1,10 @@
-"""unittest suite of pydablooms over libdablooms.so (standard library only).
+"""unittest suite of pydablooms over libdablooms.so (standard library only),
+run from capi/python against the pydablooms that is importable: the
+installed one (pip install ./capi/python; capi/install_test.sh), or
+src/ with the library given (capi_test.go does):
 
-    DABLOOMS_LIB=/path/libdablooms.so python3 -m unittest -v test_pydablooms
-
-run from capi/python (capi_test.go does). The original's files are read
+    PYTHONPATH=src DABLOOMS_LIB=/path/libdablooms.so python3 -m unittest -v test_pydablooms
+ The original's files are read
 from $DABLOOMS_ORIGINALS (default: the module's testdata/dablooms-0.9.1).
 """
 
