@@ -4,8 +4,8 @@ installed one (pip install ./capi/python; capi/install_test.sh), or
 src/ with the library given (capi_test.go does):
 
     PYTHONPATH=src DABLOOMS_LIB=/path/libdablooms.so python3 -m unittest -v test_pydablooms
- The original's files are read
-from $DABLOOMS_ORIGINALS (default: the module's testdata/dablooms-0.9.1).
+
+The original's files are read from $DABLOOMS_ORIGINALS (default: the module's testdata/dablooms-0.9.1).
 """
 
 import os
