@@ -13,9 +13,8 @@ package main
 /*
 #include <stdint.h>
 #include <stdlib.h>
-
-typedef struct dablooms_scaling_handle scaling_bloom_t;
-typedef struct dablooms_counting_handle counting_bloom_t;
+#define DABLOOMS_TYPES_ONLY
+#include "dablooms.h"
 */
 import "C"
 
@@ -25,14 +24,18 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/dablooms/dablooms/internal/version"
 	"github.com/dablooms/dablooms/scaling"
 )
 
-// Version is what dablooms_version returns: the original's API version, and
-// that this library implements it.
-const Version = "0.9.1+go"
+// APIVersion is the original's API version, and that this library
+// implements it: dablooms_version() starts with it.
+const APIVersion = "0.9.1+go"
 
-var versionC = C.CString(Version) // lives as long as the library
+// versionC is what dablooms_version returns: APIVersion, then this build's
+// module version, VCS revision, Go version and file format versions, as
+// dabloomsctl version prints them. It lives as long as the library.
+var versionC = C.CString(APIVersion + " (" + version.Get().String() + ")")
 
 func main() {}
 
@@ -115,6 +118,7 @@ func modify(fn string, p unsafe.Pointer, k kind, s *C.char, n C.size_t, id uint6
 				err = h.f.Remove(b, id)
 			}
 		}
+		h.refresh()
 	}
 	if err != nil {
 		setError(fn, err)
@@ -184,6 +188,7 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 	h, err := lookup(unsafe.Pointer(bloom), kindScaling)
 	if err == nil {
 		err = h.f.Flush()
+		h.refresh()
 	}
 	if err != nil {
 		setError("scaling_bloom_flush", err)
@@ -210,7 +215,9 @@ func seqnum(fn string, p unsafe.Pointer, get func(*scaling.Filter) uint64) C.uin
 		setError(fn, err)
 		return 0
 	}
-	return C.uint64_t(get(h.f))
+	v := get(h.f)
+	h.refresh()
+	return C.uint64_t(v)
 }
 
 // The counting functions use id 0 for every Add and Remove: the store has

@@ -131,8 +131,8 @@ func copyOriginals(t testing.TB) string {
 	return dir
 }
 
-// The functions dablooms.h declares: the original's public API (without its
-// bitmap_* internals) and this library's two additions.
+// The functions dablooms.h declares: the original's public API and this
+// library's two additions.
 var (
 	originalAPI = []string{
 		"dablooms_version",
@@ -141,6 +141,8 @@ var (
 		"scaling_bloom_mem_seqnum", "scaling_bloom_disk_seqnum",
 		"new_counting_bloom", "new_counting_bloom_from_file", "free_counting_bloom",
 		"counting_bloom_add", "counting_bloom_remove", "counting_bloom_check",
+		"bitmap_resize", "new_bitmap", "bitmap_increment", "bitmap_decrement", "bitmap_check",
+		"bitmap_flush", "free_bitmap",
 	}
 	additions = []string{"dablooms_last_error", "dablooms_last_conversion"}
 )
@@ -236,6 +238,75 @@ func TestC(t *testing.T) {
 	}
 }
 
+// reference is the original dablooms 0.9.1's unmodified source (header and
+// tests/): ../shared/reference beside the clone, as on CI, or
+// $DABLOOMS_REFERENCE.
+func reference(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("DABLOOMS_REFERENCE")
+	if dir == "" {
+		dir = "../../shared/reference/dablooms-0.9.1-src"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tests", "test_dablooms.c")); err != nil {
+		unavailable(t, fmt.Sprintf("the original's source is not at %s (set DABLOOMS_REFERENCE): %v", dir, err))
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// words writes n distinct words, one a line, for the original's test programs.
+func words(t testing.TB, n int) string {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "word-%06d\n", i)
+	}
+	p := filepath.Join(t.TempDir(), "words")
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOriginalTestProgram compiles the original's tests/test_dablooms.c,
+// unmodified, against the original's dablooms.h (only: not this directory's)
+// and links it against this library: it reads the structs' fields and calls
+// bitmap_flush(bloom->bitmap). 150,000 words make the scaling filter grow.
+func TestOriginalTestProgram(t *testing.T) {
+	ref, dir := reference(t), library(t)
+	hdr := t.TempDir() // the original's header alone on the include path
+	b, err := os.ReadFile(filepath.Join(ref, "dablooms.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hdr, "dablooms.h"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "test_dablooms")
+	cc := compiler(t)
+	args := append(cc[1:], "-O2", "-I"+hdr, "-o", bin, filepath.Join(ref, "tests", "test_dablooms.c"),
+		"-L"+dir, "-ldablooms", "-Wl,-rpath,"+dir)
+	if out, err := exec.Command(cc[0], args...).CombinedOutput(); err != nil {
+		t.Fatalf("compiling the original's test_dablooms.c: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, filepath.Join(t.TempDir(), "bloom.bin"), words(t, 150_000)).CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("test_dablooms: %v", err)
+	}
+	for _, want := range []string{"** dablooms version: 0.9.1+go (", "** 0 failures, 0 warnings"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("test_dablooms output lacks %q", want)
+		}
+	}
+	if n := strings.Count(string(out), "TEST PASS"); n != 4 {
+		t.Errorf("%d of its 4 tests passed", n)
+	}
+}
+
 // TestCExample builds and runs example/example.c as capi/README.md does.
 func TestCExample(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "example")
@@ -255,7 +326,12 @@ func TestCExample(t *testing.T) {
 func TestPython(t *testing.T) {
 	py := python(t)
 	dir := library(t)
-	env := append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "DABLOOMS_ORIGINALS="+copyOriginals(t))
+	src, err := filepath.Abs("python/src") // the module, not installed
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "DABLOOMS_ORIGINALS="+copyOriginals(t),
+		"PYTHONPATH="+src)
 	cmd := exec.Command(py, "-m", "unittest", "-v", "test_pydablooms")
 	cmd.Dir, cmd.Env = "python", env
 	out, err := cmd.CombinedOutput()
@@ -284,6 +360,14 @@ func TestPython(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("example.py output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// The original's own test script, unmodified.
+	cmd = exec.Command(py, filepath.Join(reference(t), "tests", "test_pydablooms.py"), filepath.Join(t.TempDir(), "bloom.bin"), words(t, 150_000))
+	cmd.Env = env
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "TEST PASS") {
+		t.Fatalf("the original's test_pydablooms.py: %v\n%s", err, out)
 	}
 }
 
@@ -330,7 +414,7 @@ func BenchmarkCallBoundary(b *testing.B) {
 		run(b, func() (float64, float64) {
 			cmd := exec.Command(py, "bench_pydablooms.py", filepath.Join(b.TempDir(), "bench.bin"), strconv.Itoa(n))
 			cmd.Dir = "python"
-			cmd.Env = append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"))
+			cmd.Env = append(os.Environ(), "DABLOOMS_LIB="+filepath.Join(dir, "libdablooms.so"), "PYTHONPATH=src") // relative to Dir
 			return benchRun(b, cmd)
 		})
 	})

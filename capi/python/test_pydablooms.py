@@ -1,9 +1,11 @@
-"""unittest suite of pydablooms over libdablooms.so (standard library only).
+"""unittest suite of pydablooms over libdablooms.so (standard library only),
+run from capi/python against the pydablooms that is importable: the
+installed one (pip install ./capi/python; capi/install_test.sh), or
+src/ with the library given (capi_test.go does):
 
-    DABLOOMS_LIB=/path/libdablooms.so python3 -m unittest -v test_pydablooms
+    PYTHONPATH=src DABLOOMS_LIB=/path/libdablooms.so python3 -m unittest -v test_pydablooms
 
-run from capi/python (capi_test.go does). The original's files are read
-from $DABLOOMS_ORIGINALS (default: the module's testdata/dablooms-0.9.1).
+The original's files are read from $DABLOOMS_ORIGINALS (default: the module's testdata/dablooms-0.9.1).
 """
 
 import os
@@ -38,7 +40,25 @@ class Base(unittest.TestCase):
 
 class TestAPI(Base):
     def test_version(self):
-        self.assertTrue(pydablooms.__version__.startswith("0.9.1"), pydablooms.__version__)
+        v = pydablooms.__version__
+        self.assertTrue(v.startswith("0.9.1+go ("), v)
+        # The build, as dabloomsctl version says it: module, revision, Go, formats.
+        for part in ("github.com/dablooms/dablooms ", ", revision ", ", go1.", ", format 1."):
+            self.assertIn(part, v)
+
+    def test_nul_in_path(self):
+        # C would end the path at the NUL and replace (or open) another file.
+        victim = self.path("victim")
+        with open(victim, "wb") as f:
+            f.write(b"not a filter")
+        for path in (victim + "\x00.new.dbl", os.fsencode(victim) + b"\x00.new.dbl"):
+            with self.assertRaises(ValueError) as cm:
+                pydablooms.Dablooms(capacity=100, error_rate=0.01, filepath=path)
+            self.assertIn("null byte", str(cm.exception))
+            self.assertRaises(ValueError, pydablooms.load_dabloom, capacity=100, error_rate=0.01, filepath=path)
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"not a filter")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["victim"])
 
     def test_readme_session(self):
         # The original's pydablooms/README.md session, with this library's answers.
@@ -193,7 +213,8 @@ def _worker(path, prefix, n, mode):
         "print('ok')\n"
     )
     env = dict(os.environ)
-    env["PYTHONPATH"] = HERE + os.pathsep + env.get("PYTHONPATH", "")
+    # the child imports the module this process imported
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(pydablooms.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
     p = subprocess.Popen([sys.executable, "-c", code, path, prefix, str(n), mode],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     line = p.stdout.readline()

@@ -6,6 +6,7 @@
  * Prints one line per failed check and exits 1 if any failed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,6 +383,80 @@ static void test_threads(void) {
 	CHECK(free_scaling_bloom(shared) == 0, "free");
 }
 
+/* The handles are the original's structs, their fields true on return. */
+static void test_structs(void) {
+	const char *p = path_in(workdir, "structs.dbl");
+	scaling_bloom_t *b = new_scaling_bloom(1000, 0.01, p);
+	CHECK(b != NULL, "new_scaling_bloom");
+	if (b == NULL) return;
+	CHECK(b->capacity == 1000 && b->error_rate == 0.01, "capacity %u error_rate %g", b->capacity, b->error_rate);
+	CHECK(b->num_blooms == 1 && b->blooms[0] != NULL && b->blooms[1] == NULL, "num_blooms %u", b->num_blooms);
+	CHECK(b->num_bytes == (size_t)file_size(p), "num_bytes %zu, file %ld", b->num_bytes, file_size(p));
+	CHECK(b->fd == -1 && b->bitmap != NULL && b->bitmap->array == NULL && b->bitmap->bytes == b->num_bytes, "bitmap");
+	CHECK(b->header->max_id == 0 && b->header->mem_seqnum == 0, "header %llu %llu",
+	      (unsigned long long)b->header->max_id, (unsigned long long)b->header->mem_seqnum);
+	counting_bloom_t *c = b->blooms[0];
+	CHECK(c->capacity == 1000 && c->nfuncs > 0 && c->size > 0 && c->counts_per_func == c->size / c->nfuncs &&
+	      c->num_bytes > 0 && c->offset > 0 && c->bitmap == b->bitmap && c->header->count == 0, "bloom 0");
+	char k[32];
+	long i;
+	for (i = 0; i < 2500; i++) { /* past capacity: the chain grows */
+		keyf(k, sizeof k, "s-", i);
+		scaling_bloom_add(b, k, strlen(k), 10 + i);
+	}
+	CHECK(b->num_blooms >= 2, "num_blooms %u after 2500 adds", b->num_blooms);
+	CHECK(b->header->max_id == 2509, "max_id %llu", (unsigned long long)b->header->max_id);
+	CHECK(b->header->mem_seqnum == scaling_bloom_mem_seqnum(b), "mem_seqnum field");
+	CHECK(b->num_bytes == (size_t)file_size(p), "num_bytes %zu after growth, file %ld", b->num_bytes, file_size(p));
+	unsigned long total = 0;
+	for (i = 0; i < (long)b->num_blooms; i++) total += b->blooms[i]->header->count;
+	CHECK(total == 2500, "counts sum to %lu", total);
+	CHECK(scaling_bloom_remove(b, "s-0", 3, 10) == 1, "remove");
+	total = 0;
+	for (i = 0; i < (long)b->num_blooms; i++) total += b->blooms[i]->header->count;
+	CHECK(total == 2499, "counts sum to %lu after a remove", total);
+	/* The original's test program flushes through the bitmap. */
+	CHECK(bitmap_flush(b->bitmap) == 0, "bitmap_flush of a handle");
+	CHECK(b->header->disk_seqnum == b->header->mem_seqnum && b->header->disk_seqnum > 0, "disk_seqnum after bitmap_flush");
+	CHECK(bitmap_increment(b->bitmap, 0, 0) == -1 && strstr(dablooms_last_error(), "handle's bitmap"), "increment of a handle's bitmap");
+	CHECK(bitmap_check(b->bitmap, 0, 0) == -1 && bitmap_decrement(b->bitmap, 0, 0) == -1, "check/decrement of a handle's bitmap");
+	CHECK(bitmap_resize(b->bitmap, 1, 2) == NULL, "resize of a handle's bitmap");
+	free_bitmap(b->bitmap); /* refused: the handle owns it */
+	CHECK(strstr(dablooms_last_error(), "free_scaling_bloom") != NULL, "free_bitmap of a handle's bitmap");
+	CHECK(free_scaling_bloom(b) == 0, "free");
+
+	counting_bloom_t *cb = new_counting_bloom(100, 0.05, path_in(workdir, "structs-counting.dbl"));
+	CHECK(cb != NULL, "new_counting_bloom");
+	if (cb != NULL) {
+		CHECK(cb->capacity == 100 && cb->error_rate == 0.05 && cb->header->count == 0 && cb->num_bytes > 0, "counting fields");
+		CHECK(counting_bloom_add(cb, "x", 1) == 0 && cb->header->count == 1, "count %u after an add", cb->header->count);
+		CHECK(bitmap_flush(cb->bitmap) == 0, "bitmap_flush of a counting handle");
+		CHECK(free_counting_bloom(cb) == 0, "free counting");
+	}
+
+	/* A bitmap of the caller's own: 4-bit counters in a mapped file. */
+	int fd = open(path_in(workdir, "plain.bitmap"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0, "open");
+	bitmap_t *m = new_bitmap(fd, 64);
+	CHECK(m != NULL && m->bytes == 64 && m->fd == fd && m->array != NULL, "new_bitmap");
+	if (m == NULL) return;
+	CHECK(file_size(path_in(workdir, "plain.bitmap")) == 64, "new_bitmap grows the file");
+	for (i = 0; i < 15; i++) CHECK(bitmap_increment(m, 3, 10) == 0, "increment %ld", i);
+	CHECK(bitmap_increment(m, 3, 10) == -1, "increment past 15");
+	CHECK(bitmap_check(m, 3, 10) == 15 && bitmap_check(m, 2, 10) == 0, "check");
+	CHECK((unsigned char)m->array[11] == 0x0f, "odd index in the low nibble: %#x", (unsigned char)m->array[11]);
+	CHECK(bitmap_increment(m, 2, 10) == 0 && (unsigned char)m->array[11] == 0x1f, "even index in the high nibble");
+	CHECK(bitmap_decrement(m, 4, 10) == -1, "decrement of zero");
+	CHECK(bitmap_decrement(m, 3, 10) == 0 && bitmap_check(m, 3, 10) == 14, "decrement");
+	CHECK(bitmap_check(m, 200, 0) == -1 && bitmap_increment(m, 0, 64) == -1 && bitmap_check(m, 0, -1) == -1, "out of range");
+	CHECK(bitmap_flush(m) == 0, "flush");
+	m = bitmap_resize(m, 64, 128);
+	CHECK(m != NULL && m->bytes == 128 && bitmap_check(m, 3, 10) == 14 && bitmap_check(m, 255, 0) == 0, "resize keeps the counters");
+	if (m != NULL) free_bitmap(m);
+	CHECK(bitmap_check(NULL, 0, 0) == -1 && bitmap_flush(NULL) == -1, "NULL bitmap");
+	CHECK(fcntl(fd, F_GETFD) == -1, "free_bitmap closes the descriptor, as the original's did");
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s WORKDIR ORIGDIR\n", argv[0]);
@@ -395,6 +470,7 @@ int main(int argc, char **argv) {
 	test_original_files();
 	test_concurrent_conversion();
 	test_threads();
+	test_structs();
 	printf("%d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -373,7 +373,7 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "restore", "retire", "verify"}
+	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "restore", "retire", "verify", "version"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("commands %v, want %v", names, want)
 	}

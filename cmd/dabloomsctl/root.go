@@ -120,7 +120,9 @@ Each command's --help starts with its usage and ends with the exit codes.
 		newBenchCmd(a),
 		newImportCmd(a),
 		newCompactCmd(a),
+		newVersionCmd(a),
 	)
+	setVersionFlag(root)
 	for _, c := range root.Commands() {
 		c.SilenceErrors, c.SilenceUsage = true, true
 		if c.Long != "" {

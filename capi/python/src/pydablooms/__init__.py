@@ -2,11 +2,13 @@
 Python module (Dablooms, load_dabloom, __version__), with ctypes over this
 project's C library, so scripts written for the original run unchanged.
 
-The library is looked for in $DABLOOMS_LIB, then as libdablooms.so beside
-this file and in its parent directory (capi/), then on the system's library
-path. Build it with
+Install it with pip from a clone of the repository (Go and a C compiler
+needed; the library is built then and installed inside this package):
 
-    go build -buildmode=c-shared -o capi/python/libdablooms.so ./capi
+    pip install ./capi/python
+
+The library is looked for in $DABLOOMS_LIB, then as libdablooms.so in this
+package's directory (where pip puts it), then on the system's library path.
 
 Every method may be called from several threads; the GIL is released during
 each call. Do not fork (os.fork, multiprocessing's "fork" start method)
@@ -26,10 +28,8 @@ def _load():
     if env:
         candidates = [env]  # the one to use, nothing else
     else:
-        here = os.path.dirname(os.path.abspath(__file__))
-        candidates = [p for p in (os.path.join(here, "libdablooms.so"),
-                                  os.path.join(os.path.dirname(here), "libdablooms.so"))
-                      if os.path.exists(p)]
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libdablooms.so")
+        candidates = [here] if os.path.exists(here) else []
         candidates += [ctypes.util.find_library("dablooms") or "libdablooms.so"]
     tried = []
     for c in candidates:
@@ -38,9 +38,9 @@ def _load():
         except OSError as e:
             tried.append("%s: %s" % (c, e))
     raise ImportError(
-        "pydablooms: cannot load libdablooms.so (%s); build it with "
-        "'go build -buildmode=c-shared -o capi/python/libdablooms.so ./capi' "
-        "or set DABLOOMS_LIB to its path" % "; ".join(tried))
+        "pydablooms: cannot load libdablooms.so (%s); install the module with "
+        "'pip install ./capi/python' from a clone of the repository, or set "
+        "DABLOOMS_LIB to the library's path" % "; ".join(tried))
 
 
 _lib = _load()
@@ -95,7 +95,16 @@ def _params(capacity, error_rate, filepath):
     capacity = int(capacity)
     if not 0 < capacity <= 0xFFFFFFFF:
         raise ValueError("capacity must be between 1 and 2**32-1, not %d" % capacity)
-    return capacity, float(error_rate), os.fsencode(filepath)
+    return capacity, float(error_rate), _path(filepath)
+
+
+def _path(filepath):
+    """filepath as the bytes C gets; ValueError for a NUL byte, which C would
+    take as the end of the path (open() refuses it the same way)."""
+    path = os.fsencode(filepath)
+    if b"\0" in path:
+        raise ValueError("embedded null byte in filepath %r" % (filepath,))
+    return path
 
 
 def _id(id):
