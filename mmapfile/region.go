@@ -3,6 +3,7 @@ package mmapfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync/atomic"
 	"unsafe"
 )
@@ -77,19 +78,27 @@ type Detacher interface {
 
 // Errors.
 var (
-	ErrExists      = errors.New("mmapfile: file exists")
-	ErrReadOnly    = errors.New("mmapfile: region is read-only")
-	ErrClosed      = errors.New("mmapfile: region is closed")
-	ErrRange       = errors.New("mmapfile: range outside the region")
-	ErrNetworkFS   = errors.New("mmapfile: file is on a network file system")
-	ErrLockTimeout = errors.New("mmapfile: timed out waiting for a lock")
-	ErrFault       = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
-	ErrNotRegular  = errors.New("mmapfile: not a regular file")
-	ErrBusy        = errors.New("mmapfile: file is in use")
+	// ErrExists: a file is at the path. errors.Is(err, fs.ErrExist) holds
+	// for it too, as for os's errors.
+	ErrExists      error = existsError{}
+	ErrReadOnly          = errors.New("mmapfile: region is read-only")
+	ErrClosed            = errors.New("mmapfile: region is closed")
+	ErrRange             = errors.New("mmapfile: range outside the region")
+	ErrNetworkFS         = errors.New("mmapfile: file is on a network file system")
+	ErrLockTimeout       = errors.New("mmapfile: timed out waiting for a lock")
+	ErrFault             = errors.New("mmapfile: memory fault reading the mapping (file truncated underneath?)")
+	ErrNotRegular        = errors.New("mmapfile: not a regular file")
+	ErrBusy              = errors.New("mmapfile: file is in use")
 	// ErrUnsupported: Open, Create and the locks on a platform other than
 	// Linux. Heap regions work everywhere.
 	ErrUnsupported = errors.New("mmapfile: dablooms files need Linux (OFD locks, fallocate, boot id)")
 )
+
+// existsError is ErrExists: it also matches fs.ErrExist.
+type existsError struct{}
+
+func (existsError) Error() string        { return "mmapfile: file exists" }
+func (existsError) Is(target error) bool { return target == fs.ErrExist }
 
 // errNoFallocate: the file system cannot allocate blocks without writing.
 var errNoFallocate = errors.New("mmapfile: fallocate not supported")

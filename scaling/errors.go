@@ -41,6 +41,7 @@ var (
 	// ErrUnclean: the file needs attention before it can be trusted; *StateError says why.
 	ErrUnclean = errors.New("dablooms: file is not in a trustworthy state")
 	// ErrExists: Create found a file at the path and Overwrite was not set.
+	// errors.Is(err, fs.ErrExist) holds for it too.
 	ErrExists = mmapfile.ErrExists
 	// ErrNetworkFS: the file is on a network file system and AllowNetworkFS was not set.
 	ErrNetworkFS = mmapfile.ErrNetworkFS
