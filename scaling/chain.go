@@ -277,7 +277,13 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1, true)
 	if err != nil {
 		if !errors.Is(err, ErrFull) {
-			err = fmt.Errorf("%w: the chain ends at %d filters: %v", ErrFull, n, err)
+			why := err.Error()
+			if oe, ok := err.(*OptionError); ok {
+				why = oe.Reason
+			}
+			err = fmt.Errorf("%w: the chain ends at %d filters and the next one cannot be built (%s): "+
+				"retire old filters (RetireBefore), compact the file (recover.Compact), or create it with a larger capacity",
+				ErrFull, n, why)
 		}
 		return err
 	}

@@ -32,7 +32,11 @@ var (
 	ErrReadOnly = errors.New("dablooms: filter is read-only")
 	// ErrInvalidOption: an option is out of range; the *OptionError names it.
 	ErrInvalidOption = errors.New("dablooms: invalid option")
-	// ErrFull: the chain has MaxFilters filters and the newest is full.
+	// ErrFull: the newest filter is full and no filter can follow it: the
+	// chain has MaxFilters filters, or the next filter of the schedule
+	// (Capacity × GrowthFactor^i at a target tightened by TighteningRatio)
+	// cannot be built (Stats().FilterLimit says where the chain ends).
+	// RetireBefore, recover.Compact or a larger capacity make room.
 	ErrFull = errors.New("dablooms: filter chain is full")
 	// ErrNoSlot: every writer slot is taken by a live handle or holds an interrupted operation.
 	ErrNoSlot = errors.New("dablooms: no free writer slot")
@@ -45,7 +49,12 @@ var (
 	ErrExists = mmapfile.ErrExists
 	// ErrNetworkFS: the file is on a network file system and AllowNetworkFS was not set.
 	ErrNetworkFS = mmapfile.ErrNetworkFS
-	// ErrBusy: Create with Overwrite found the file open in a handle.
+	// ErrBusy: a file could not be taken for a whole-file rewrite or an
+	// exclusive handle: Create with Overwrite of a file older than format
+	// 1.3 that a handle has open (a newer file is replaced while open, and
+	// its handles move to the new one), a rewrite or exclusive writer that
+	// kept the file longer than the wait, or a file replaced again and
+	// again while it was being opened.
 	ErrBusy = mmapfile.ErrBusy
 	// ErrReplaced: the file was replaced by a whole-file rewrite while
 	// this handle had it open, and the handle could not open the file

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,6 +353,10 @@ func TestChainEndIsErrFull(t *testing.T) {
 	}
 	if !errors.Is(addErr, ErrFull) {
 		t.Fatalf("Add at the chain's end = %v, want ErrFull", addErr)
+	}
+	// The error says what to do, not which option a schedule overran.
+	if msg := addErr.Error(); !strings.Contains(msg, "RetireBefore") || strings.Contains(msg, "invalid option") {
+		t.Fatalf("ErrFull says %q: want what to do (RetireBefore, Compact, a larger capacity)", msg)
 	}
 	if n := len(f.Stats().Filters); n != limit {
 		t.Fatalf("chain ended at %d filters, FilterLimit said %d", n, limit)

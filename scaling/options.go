@@ -39,9 +39,12 @@ type Options struct {
 	// counting4.Classic (spread over the filter: smallest, k cache misses).
 	Layout counting4.Layout
 	// Overwrite lets Create replace an existing file. The new file is made
-	// aside and renamed over the old one once complete; Create refuses
-	// (errors.Is(err, ErrBusy)) while any handle, read-only ones included,
-	// in any process has the old file open.
+	// aside and renamed over the old one once complete. A file of format
+	// 1.3 or later is replaced while handles have it open: Create first
+	// holds its writers (Freeze), and every handle, in any process, moves
+	// to the new file at its next call (the old file's keys are gone with
+	// it). A file older than 1.3 is refused (errors.Is(err, ErrBusy))
+	// while any handle, read-only ones included, has it open.
 	Overwrite bool
 	// Exclusive makes the new Filter its file's only writer until Close
 	// (see OpenOptions.Exclusive). The file is at the path, open to other
@@ -200,7 +203,14 @@ func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) 
 	// items for ids inside its range (see route).
 	counters, k, err := lay.Size(header.ItemLimit(capy), target)
 	if err != nil {
-		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: err.Error()}
+		// Name the option at fault: the error target if the capacity
+		// alone could be built, else the capacity.
+		oe := &OptionError{Field: "Capacity", Value: p.Capacity}
+		if _, _, e := lay.Size(header.ItemLimit(capy), 0.01); e == nil {
+			oe.Field, oe.Value = "ErrorRate", p.ErrorRate
+		}
+		oe.Reason = fmt.Sprintf("filter %d (capacity %d, false-positive target %.3g) cannot be built: %v", i, capy, target, err)
+		return header.FilterDesc{}, oe
 	}
 	length := filterLength(counters)
 	var extra int64

@@ -27,3 +27,23 @@ func TestCreateExistingMatchesFsErrExist(t *testing.T) {
 		t.Fatalf("Open of a missing file = %v: want fs.ErrNotExist", err)
 	}
 }
+
+// TestOptionErrorNamesTheOptionAtFault: an error target no filter can meet
+// is the ErrorRate's fault, not the Capacity's; a capacity no file can hold
+// is the Capacity's.
+func TestOptionErrorNamesTheOptionAtFault(t *testing.T) {
+	for _, tc := range []struct {
+		o     scaling.Options
+		field string
+	}{
+		{scaling.Options{Capacity: 1, ErrorRate: 1e-300}, "ErrorRate"},
+		{scaling.Options{Capacity: 1000, ErrorRate: 1e-300}, "ErrorRate"},
+		{scaling.Options{Capacity: 1e15, ErrorRate: 0.01}, "Capacity"},
+	} {
+		_, err := scaling.NewMemory(&tc.o)
+		var oe *scaling.OptionError
+		if !errors.As(err, &oe) || oe.Field != tc.field {
+			t.Errorf("%+v: %v; want an OptionError naming %s", tc.o, err, tc.field)
+		}
+	}
+}
