@@ -34,11 +34,16 @@
 // backwards), it goes to the newest filter as a late Add: its range is left
 // alone and a fingerprint of (key, id) goes into the filter's late-add index
 // (docs/FORMAT.md), which has room for two entries per item the filter can
-// hold.
+// hold. One pair added late more often than its probe window holds (64
+// copies) seals the newest filter and goes to a new one, never widening a
+// range.
 //
 // Remove(key, id) first asks each filter whose index has been used and whose
-// counters hold the key for the fingerprint of (key, id); otherwise it looks
-// only at the filter whose range holds id. It decrements the filter found if
+// counters hold the key for the fingerprint of (key, id), and claims that
+// index entry before it changes the counters (a Remove that loses the entry
+// to a concurrent Remove of the same pair looks again, so n Removes of n
+// copies succeed n times); otherwise it looks only at the filter whose
+// range holds id. It decrements the filter found if
 // its counters for key are all non-zero; if not, it changes nothing and
 // returns ErrNotPresent. In a file written with version 1.0's routing,
 // ranges can overlap; if the key then looks present in more than one, Remove
@@ -173,7 +178,12 @@
 //     with its own options, and sends that call and every later one to
 //     the new handle (a waiting Add lands in the new file). The old file's
 //     slot, mapping and descriptor (so its disk space) go once the calls in
-//     flight on it return; Close closes both. A handle that cannot open the
+//     flight on it return; Close closes both. A lookup of another goroutine
+//     still reading the old mapping then (lookups do not register) may read
+//     zero pages: the mapping is marked detached first, and a lookup that
+//     would answer false from it asks again on the new file. The new file is
+//     opened whatever its condition (a writer may have died there before
+//     this handle moved), as the handle's own file is. A handle that cannot open the
 //     new file returns ErrReplaced from modifications and answers true
 //     from lookups, retrying on later calls. A rewrite that dies holding
 //     the freeze is cleared by the next handle that takes the growth lock
@@ -220,9 +230,12 @@
 // Remove, Flush and Stats calls in progress; lookups (Contains,
 // ContainsBatch) take no lock and register nowhere — an atomic
 // read-modify-write per lookup would serialise their cache misses — so a
-// lookup racing Close may report false, and the mapping's pages are replaced
-// by zero pages at Close and unmapped only once the garbage collector finds
-// no lookup still holding them: a lookup never faults because of Close.
+// lookup racing Close may report false (as after Close), and the mapping's
+// pages are replaced by zero pages at Close and unmapped only once the
+// garbage collector finds no lookup still holding them: a lookup never
+// faults because of Close. No lookup waits for a cross-process lock: a
+// Flush or growth of the same handle waiting for another process's lock
+// does not hold up its lookups.
 //
 // A file must not be truncated by other programs while open; a mapping of a
 // truncated file faults. Open validates the file under a fault guard and returns an error;
