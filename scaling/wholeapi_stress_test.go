@@ -100,6 +100,7 @@ const (
 	waRepairs
 	waBackups
 	waBackupRefused
+	waVerifies
 	waExclusive
 	waExclusiveBusy
 	waFlushes
@@ -109,7 +110,7 @@ const (
 )
 
 var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "twin removes", "retirements", "compactions",
-	"in-place repairs", "backups", "backups refused", "exclusive handles", "exclusive opens busy",
+	"in-place repairs", "backups", "backups refused", "live verifies", "exclusive handles", "exclusive opens busy",
 	"flushes", "rewrites busy", "ErrFull"}
 
 type waCfg struct {
@@ -578,8 +579,19 @@ func (wk *waWorker) lifecycle() {
 	case r < 7:
 		_, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))})
 		s.rewriteDone(err, "in-place Repair", waRepairs)
-	case r < 9:
+	case r < 8:
 		s.backup(wk)
+	case r < 9:
+		// Verify while everyone writes (and a writer may have died): no OS
+		// crash happened, so no filter may be sent to a Rebuild.
+		rep, err := recover.Verify(s.path)
+		switch {
+		case err != nil:
+			s.fail("Verify of the live file: %v", err)
+		case len(rep.NeedsRebuild) > 0:
+			s.fail("Verify of the live file says filters %v need a Rebuild (%v); findings %v", rep.NeedsRebuild, rep.State, rep.Findings)
+		}
+		s.count(waVerifies)
 	default:
 		h, how := wk.writeHandle()
 		if err := h.Flush(); err != nil {
