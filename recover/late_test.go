@@ -185,37 +185,7 @@ func TestRepairEndsCutShortLateAdd(t *testing.T) {
 	for _, done := range []bool{true, false} {
 		t.Run(fmt.Sprint("done=", done), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cut.dbl")
-			f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 150 {
-				if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for i := range 40 { // past filter 0's slack: late Adds into filter 1
-				if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !f.Stats().Filters[1].LateIndex {
-				t.Fatal("no late Add")
-			}
-			f.Close() // unflushed: filter 1 is marked dirty, as a cut-short Add would leave it
-			b := mustReadFile(t, path)
-			m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := m.Filters[1]
-			kh := header.HashKey(3, []byte("late39")) + counting4.Salt(1)
-			n := uint64(d.IndexBytes() / header.IndexEntrySize)
-			fp, s := header.IndexProbe(kh, 10, n)
-			for le.Uint32(b[d.IndexOffset()+int64(s)*4:]) != fp {
-				s = (s + 1) % n
-			}
-			entry := d.IndexOffset() + int64(s)*4
+			b, _, kh, fp, s, entry, _ := lateEntryFile(t, path)
 			// A dead writer in slot 9 with an Add of the same pair cut short
 			// before any counter changed.
 			rec := header.RecordOffset(9, 0)
@@ -251,6 +221,47 @@ func TestRepairEndsCutShortLateAdd(t *testing.T) {
 	}
 }
 
+// lateEntryFile makes a store whose filter 1 took 40 late Adds ("late0"…
+// "late39", id 10) and closes it unflushed (filter 1 marked dirty, as a
+// cut-short operation leaves it). It returns the file's bytes, filter 1,
+// the hash of "late39" for filter 1, its fingerprint and its entry's slot
+// and file offset, and filter 1's item count.
+func lateEntryFile(t *testing.T, path string) (b []byte, d header.FilterDesc, kh uint64, fp uint32, s uint64, entry int64, items uint64) {
+	t.Helper()
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 150 {
+		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 { // past filter 0's slack: late Adds into filter 1
+		if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !f.Stats().Filters[1].LateIndex {
+		t.Fatal("no late Add")
+	}
+	items = f.Stats().Filters[1].Count
+	f.Close() // unflushed: filter 1 is marked dirty, as a cut-short operation would leave it
+	b = mustReadFile(t, path)
+	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = m.Filters[1]
+	kh = header.HashKey(3, []byte("late39")) + counting4.Salt(1)
+	n := uint64(d.IndexBytes() / header.IndexEntrySize)
+	fp, s = header.IndexProbe(kh, 10, n)
+	for le.Uint32(b[d.IndexOffset()+int64(s)*4:]) != fp {
+		s = (s + 1) % n
+	}
+	return b, d, kh, fp, s, d.IndexOffset() + int64(s)*4, items
+}
+
 func mustReadFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -284,38 +295,7 @@ func TestBackupKeepsLateAdds(t *testing.T) {
 // entry, and its Remove goes to the filter whose range holds the id.)
 func TestRepairPutsBackClaimedLateEntry(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "claim.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 150 {
-		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 40 { // past filter 0's slack: late Adds into filter 1
-		if err := f.AddString(fmt.Sprint("late", i), 10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !f.Stats().Filters[1].LateIndex {
-		t.Fatal("no late Add")
-	}
-	items := f.Stats().Filters[1].Count
-	f.Close()
-	b := mustReadFile(t, path)
-	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := m.Filters[1]
-	kh := header.HashKey(3, []byte("late39")) + counting4.Salt(1)
-	n := uint64(d.IndexBytes() / header.IndexEntrySize)
-	fp, s := header.IndexProbe(kh, 10, n)
-	for le.Uint32(b[d.IndexOffset()+int64(s)*4:]) != fp {
-		s = (s + 1) % n
-	}
-	entry := d.IndexOffset() + int64(s)*4
+	b, _, kh, fp, s, entry, items := lateEntryFile(t, path)
 	// A dead writer in slot 9 whose Remove of the pair claimed the entry
 	// and died before its first counter change.
 	le.PutUint32(b[entry:], header.IndexCleared)
