@@ -112,13 +112,14 @@ func modify(fn string, p unsafe.Pointer, k kind, s *C.char, n C.size_t, id uint6
 	if err == nil {
 		var b []byte
 		if b, err = key(s, n); err == nil {
+			h.beginModify()
 			if add {
 				err = h.f.Add(b, id)
 			} else {
 				err = h.f.Remove(b, id)
 			}
+			h.refreshAfter(err == nil)
 		}
-		h.refresh()
 	}
 	if err != nil {
 		setError(fn, err)
@@ -188,7 +189,7 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 	h, err := lookup(unsafe.Pointer(bloom), kindScaling)
 	if err == nil {
 		err = h.f.Flush()
-		h.refresh()
+		h.refreshCounted()
 	}
 	if err != nil {
 		setError("scaling_bloom_flush", err)
@@ -199,25 +200,27 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 
 //export scaling_bloom_mem_seqnum
 func scaling_bloom_mem_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	return seqnum("scaling_bloom_mem_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).MemSeqnum)
+	mem, _ := seqnums("scaling_bloom_mem_seqnum", unsafe.Pointer(bloom))
+	return mem
 }
 
 //export scaling_bloom_disk_seqnum
 func scaling_bloom_disk_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	return seqnum("scaling_bloom_disk_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).DiskSeqnum)
+	_, disk := seqnums("scaling_bloom_disk_seqnum", unsafe.Pointer(bloom))
+	return disk
 }
 
-// seqnum returns a sequence number, or 0 ("not known consistent") when it
-// cannot read it.
-func seqnum(fn string, p unsafe.Pointer, get func(*scaling.Filter) uint64) C.uint64_t {
+// seqnums counts mem_seqnum, reads disk_seqnum and writes both in the
+// header, which then says what the function returns; 0 ("not known
+// consistent") when it cannot read them.
+func seqnums(fn string, p unsafe.Pointer) (mem, disk C.uint64_t) {
 	h, err := lookup(p, kindScaling)
 	if err != nil {
 		setError(fn, err)
-		return 0
+		return 0, 0
 	}
-	v := get(h.f)
-	h.refresh()
-	return C.uint64_t(v)
+	m, d := h.refreshCounted()
+	return C.uint64_t(m), C.uint64_t(d)
 }
 
 // The counting functions use id 0 for every Add and Remove: the store has
