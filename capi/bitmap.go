@@ -180,6 +180,9 @@ func bitmap_flush(b *C.bitmap_t) C.int {
 		h := v.(*handle)
 		if err = h.f.Flush(); err == nil {
 			h.refreshCounted()
+		} else {
+			h.fail("bitmap_flush", err)
+			return -1
 		}
 	} else {
 		var p *plainBitmap

@@ -62,9 +62,9 @@ func path(filename *C.char) (string, error) {
 
 // openFailed records a failed new_* call: the thread's error text, and on
 // stderr, where the original printed why an open failed.
-func openFailed(fn string, err error) {
-	setError(fn, err)
-	fmt.Fprintf(os.Stderr, "dablooms: %s: %v\n", fn, err)
+func openFailed(fn string, err error, path string, k kind) {
+	setFileError(fn, err, path, k)
+	fmt.Fprintf(os.Stderr, "dablooms: %s: %s\n", fn, message(err, path, k))
 }
 
 func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, k kind, existing bool) unsafe.Pointer {
@@ -73,7 +73,7 @@ func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, 
 	}
 	p, err := path(filename)
 	if err != nil {
-		openFailed(fn, err)
+		openFailed(fn, err, "", k)
 		return nil
 	}
 	var f *scaling.Filter
@@ -85,10 +85,10 @@ func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, 
 		f, err = createStore(p, uint64(capacity), float64(errorRate), k)
 	}
 	if err != nil {
-		openFailed(fn, err)
+		openFailed(fn, err, p, k)
 		return nil
 	}
-	return register(f, k)
+	return register(f, k, p)
 }
 
 func free(fn string, p unsafe.Pointer, k kind) C.int {
@@ -96,11 +96,12 @@ func free(fn string, p unsafe.Pointer, k kind) C.int {
 		return 0 // as free(NULL)
 	}
 	h, err := release(p, k)
-	if err == nil {
-		err = h.f.Close()
-	}
 	if err != nil {
 		setError(fn, err)
+		return -1
+	}
+	if err = h.f.Close(); err != nil {
+		h.fail(fn, err)
 		return -1
 	}
 	return 0
@@ -119,13 +120,15 @@ func modify(fn string, p unsafe.Pointer, k kind, s *C.char, n C.size_t, id uint6
 				err = h.f.Remove(b, id)
 			}
 			h.refreshAfter(err == nil)
+			if err != nil {
+				h.fail(fn, err)
+				return false
+			}
+			return true
 		}
 	}
-	if err != nil {
-		setError(fn, err)
-		return false
-	}
-	return true
+	setError(fn, err)
+	return false
 }
 
 // check returns 1 or 0, or -1 (non-zero: "maybe present", never a false
@@ -190,12 +193,14 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 	if err == nil {
 		err = h.f.Flush()
 		h.refreshCounted()
+		if err != nil {
+			h.fail("scaling_bloom_flush", err)
+			return -1
+		}
+		return 0
 	}
-	if err != nil {
-		setError("scaling_bloom_flush", err)
-		return -1
-	}
-	return 0
+	setError("scaling_bloom_flush", err)
+	return -1
 }
 
 //export scaling_bloom_mem_seqnum

@@ -44,6 +44,7 @@ func (k kind) String() string {
 type handle struct {
 	f    *scaling.Filter
 	kind kind
+	path string // as the caller named the file, for error texts
 
 	mu    sync.Mutex       // serialises refresh: snapshots are written in the order taken
 	freed bool             // under mu: the C blocks are gone
@@ -95,9 +96,10 @@ func newCounting(bitmap *C.bitmap_t) *C.counting_bloom_t {
 	return cb
 }
 
-// register returns a new C pointer standing for f, its fields filled in.
-func register(f *scaling.Filter, k kind) unsafe.Pointer {
-	h := &handle{f: f, kind: k, bitmap: calloc[C.bitmap_t]()}
+// register returns a new C pointer standing for f, the file at path, its
+// fields filled in.
+func register(f *scaling.Filter, k kind, path string) unsafe.Pointer {
+	h := &handle{f: f, kind: k, path: path, bitmap: calloc[C.bitmap_t]()}
 	h.bitmap.fd = -1
 	var p unsafe.Pointer
 	if k == kindCounting {
@@ -264,6 +266,9 @@ func fillCounting(cb *C.counting_bloom_t, fs *scaling.FilterSnapshot) {
 func clampUint(v uint64) C.uint {
 	return C.uint(min(v, math.MaxUint32))
 }
+
+// fail records err of a call fn on h's file as the thread's error text.
+func (h *handle) fail(fn string, err error) { setFileError(fn, err, h.path, h.kind) }
 
 // lookup returns the handle p stands for, checking its kind.
 func lookup(p unsafe.Pointer, k kind) (*handle, error) {

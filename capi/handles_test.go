@@ -20,7 +20,7 @@ func newTestHandle(t testing.TB, capacity uint64) (*handle, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := register(f, kindScaling)
+	p := register(f, kindScaling, path)
 	h, err := lookup(p, kindScaling)
 	if err != nil {
 		t.Fatal(err)
