@@ -6,6 +6,7 @@ import (
 	"log"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/dablooms/dablooms/scaling"
@@ -160,6 +161,56 @@ func TestSnapshotClosed(t *testing.T) {
 	}
 	if s.FileSize != 0 || s.DiskSeqnum != 0 || s.Retired != 0 || len(s.Filters) != 0 {
 		t.Fatalf("closed: %+v, want zero", s)
+	}
+}
+
+// TestSnapshotConcurrent: snapshots taken while other goroutines add (and
+// grow the chain) and then close the Filter see counts that only grow and
+// never pass the adds begun, and end with ErrClosed.
+func TestSnapshotConcurrent(t *testing.T) {
+	f, err := scaling.NewMemory(&scaling.Options{Capacity: 50, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, per = 4, 500
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				if err := f.Add(fmt.Appendf(nil, "w%d-%d", w, i), uint64(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); f.Close(); close(done) }()
+	var s scaling.Snapshot
+	var last uint64
+	lastFilters := 0
+	for {
+		err := f.Snapshot(&s)
+		if errors.Is(err, scaling.ErrClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total uint64
+		for _, fs := range s.Filters {
+			total += fs.Count
+		}
+		if total < last || total > writers*per || len(s.Filters) < lastFilters {
+			t.Fatalf("items %d after %d (of %d adds), filters %d after %d", total, last, writers*per, len(s.Filters), lastFilters)
+		}
+		last, lastFilters = total, len(s.Filters)
+	}
+	<-done
+	if last > writers*per {
+		t.Fatalf("items %d", last)
 	}
 }
 
