@@ -179,7 +179,10 @@ func bitmap_flush(b *C.bitmap_t) C.int {
 	if v, ok := ownBitmaps.Load(uintptr(unsafe.Pointer(b))); ok {
 		h := v.(*handle)
 		if err = h.f.Flush(); err == nil {
-			h.refresh()
+			h.refreshCounted()
+		} else {
+			h.fail("bitmap_flush", err)
+			return -1
 		}
 	} else {
 		var p *plainBitmap

@@ -62,9 +62,9 @@ func path(filename *C.char) (string, error) {
 
 // openFailed records a failed new_* call: the thread's error text, and on
 // stderr, where the original printed why an open failed.
-func openFailed(fn string, err error) {
-	setError(fn, err)
-	fmt.Fprintf(os.Stderr, "dablooms: %s: %v\n", fn, err)
+func openFailed(fn string, err error, path string, k kind) {
+	setFileError(fn, err, path, k)
+	fmt.Fprintf(os.Stderr, "dablooms: %s: %s\n", fn, message(err, path, k))
 }
 
 func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, k kind, existing bool) unsafe.Pointer {
@@ -73,7 +73,7 @@ func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, 
 	}
 	p, err := path(filename)
 	if err != nil {
-		openFailed(fn, err)
+		openFailed(fn, err, "", k)
 		return nil
 	}
 	var f *scaling.Filter
@@ -85,10 +85,10 @@ func newStore(fn string, capacity C.uint, errorRate C.double, filename *C.char, 
 		f, err = createStore(p, uint64(capacity), float64(errorRate), k)
 	}
 	if err != nil {
-		openFailed(fn, err)
+		openFailed(fn, err, p, k)
 		return nil
 	}
-	return register(f, k)
+	return register(f, k, p)
 }
 
 func free(fn string, p unsafe.Pointer, k kind) C.int {
@@ -96,11 +96,12 @@ func free(fn string, p unsafe.Pointer, k kind) C.int {
 		return 0 // as free(NULL)
 	}
 	h, err := release(p, k)
-	if err == nil {
-		err = h.f.Close()
-	}
 	if err != nil {
 		setError(fn, err)
+		return -1
+	}
+	if err = h.f.Close(); err != nil {
+		h.fail(fn, err)
 		return -1
 	}
 	return 0
@@ -112,19 +113,22 @@ func modify(fn string, p unsafe.Pointer, k kind, s *C.char, n C.size_t, id uint6
 	if err == nil {
 		var b []byte
 		if b, err = key(s, n); err == nil {
+			h.beginModify()
 			if add {
 				err = h.f.Add(b, id)
 			} else {
 				err = h.f.Remove(b, id)
 			}
+			h.refreshAfter(err == nil)
+			if err != nil {
+				h.fail(fn, err)
+				return false
+			}
+			return true
 		}
-		h.refresh()
 	}
-	if err != nil {
-		setError(fn, err)
-		return false
-	}
-	return true
+	setError(fn, err)
+	return false
 }
 
 // check returns 1 or 0, or -1 (non-zero: "maybe present", never a false
@@ -188,36 +192,40 @@ func scaling_bloom_flush(bloom *C.scaling_bloom_t) C.int {
 	h, err := lookup(unsafe.Pointer(bloom), kindScaling)
 	if err == nil {
 		err = h.f.Flush()
-		h.refresh()
+		h.refreshCounted()
+		if err != nil {
+			h.fail("scaling_bloom_flush", err)
+			return -1
+		}
+		return 0
 	}
-	if err != nil {
-		setError("scaling_bloom_flush", err)
-		return -1
-	}
-	return 0
+	setError("scaling_bloom_flush", err)
+	return -1
 }
 
 //export scaling_bloom_mem_seqnum
 func scaling_bloom_mem_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	return seqnum("scaling_bloom_mem_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).MemSeqnum)
+	mem, _ := seqnums("scaling_bloom_mem_seqnum", unsafe.Pointer(bloom))
+	return mem
 }
 
 //export scaling_bloom_disk_seqnum
 func scaling_bloom_disk_seqnum(bloom *C.scaling_bloom_t) C.uint64_t {
-	return seqnum("scaling_bloom_disk_seqnum", unsafe.Pointer(bloom), (*scaling.Filter).DiskSeqnum)
+	_, disk := seqnums("scaling_bloom_disk_seqnum", unsafe.Pointer(bloom))
+	return disk
 }
 
-// seqnum returns a sequence number, or 0 ("not known consistent") when it
-// cannot read it.
-func seqnum(fn string, p unsafe.Pointer, get func(*scaling.Filter) uint64) C.uint64_t {
+// seqnums counts mem_seqnum, reads disk_seqnum and writes both in the
+// header, which then says what the function returns; 0 ("not known
+// consistent") when it cannot read them.
+func seqnums(fn string, p unsafe.Pointer) (mem, disk C.uint64_t) {
 	h, err := lookup(p, kindScaling)
 	if err != nil {
 		setError(fn, err)
-		return 0
+		return 0, 0
 	}
-	v := get(h.f)
-	h.refresh()
-	return C.uint64_t(v)
+	m, d := h.refreshCounted()
+	return C.uint64_t(m), C.uint64_t(d)
 }
 
 // The counting functions use id 0 for every Add and Remove: the store has

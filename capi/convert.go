@@ -85,7 +85,7 @@ func openStore(path string, capacity uint64, errorRate float64, k kind) (f *scal
 	if err == nil || !errors.Is(err, scaling.ErrNotDablooms) {
 		return f, "", err
 	}
-	return convertInPlace(path, capacity, errorRate, k, err)
+	return convertInPlace(path, capacity, errorRate, k)
 }
 
 // convertInPlace converts a dablooms 0.9.1 file at path with
@@ -98,7 +98,7 @@ func openStore(path string, capacity uint64, errorRate float64, k kind) (f *scal
 // An original file left mid-operation (mem_seqnum 0) is not converted: its
 // counters cannot be trusted, and the converted file would be refused as
 // dirty until rebuilt; it is left as it is.
-func convertInPlace(path string, capacity uint64, errorRate float64, k kind, openErr error) (*scaling.Filter, string, error) {
+func convertInPlace(path string, capacity uint64, errorRate float64, k kind) (*scaling.Filter, string, error) {
 	orig, err := os.Open(path)
 	if err != nil {
 		return nil, "", err
@@ -128,7 +128,7 @@ func convertInPlace(path string, capacity uint64, errorRate float64, k kind, ope
 		f, rep, err = scaling.ImportDablooms(tmp, path, capacity, errorRate, o)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%v; read as a dablooms 0.9.1 file with capacity %d and error rate %v: %w", openErr, capacity, errorRate, err)
+		return nil, "", &conversionError{capacity: capacity, errorRate: errorRate, err: err}
 	}
 	err = f.Close()
 	if err == nil && rep.State == scaling.Interrupted {

@@ -69,8 +69,12 @@ typedef struct {
     bitmap_t *bitmap;
 } counting_bloom_t;
 
-/* max_id: the largest id added; mem_seqnum and disk_seqnum as the functions
- * scaling_bloom_mem_seqnum() and scaling_bloom_disk_seqnum() return them. */
+/* max_id: the largest id added; disk_seqnum as scaling_bloom_disk_seqnum()
+ * returns it; mem_seqnum as scaling_bloom_mem_seqnum() last counted it (the
+ * constructors, flushes and seqnum functions count it), plus one for each
+ * add or remove that succeeded through this handle since: equal to the
+ * function's count while no other handle writes to the file (see
+ * capi/README.md). */
 typedef struct {
     uint64_t max_id;
     uint64_t mem_seqnum;

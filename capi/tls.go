@@ -76,9 +76,14 @@ import "C"
 
 import "unsafe"
 
-// setError records err as the calling thread's last error text.
-func setError(fn string, err error) {
-	s := fn + ": " + err.Error()
+// setError records err as the calling thread's last error text: fn, then
+// what err means (message).
+func setError(fn string, err error) { setFileError(fn, err, "", 0) }
+
+// setFileError is setError for a call on the file at path, through a
+// handle of kind k (0: none yet).
+func setFileError(fn string, err error, path string, k kind) {
+	s := fn + ": " + message(err, path, k)
 	C.dablooms_set_error_text((*C.char)(unsafe.Pointer(unsafe.StringData(s))), C.size_t(len(s)))
 }
 

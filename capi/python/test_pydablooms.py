@@ -146,8 +146,11 @@ class TestAPI(Base):
         bloom.close()  # twice is fine
 
     def test_errors(self):
-        self.assertRaises(pydablooms.DabloomsError, pydablooms.load_dabloom, 1000, .05, self.path("missing"))
-        self.assertIn("no such file", pydablooms.last_error())
+        with self.assertRaises(pydablooms.DabloomsError) as cm:
+            pydablooms.load_dabloom(1000, .05, self.path("missing"))
+        # In words, naming the file once; the C function is in last_error().
+        self.assertEqual(str(cm.exception), self.path("missing") + " does not exist")
+        self.assertEqual(pydablooms.last_error(), "new_scaling_bloom_from_file: " + str(cm.exception))
         self.assertRaises(ValueError, pydablooms.Dablooms, capacity=0, error_rate=.05, filepath=self.path("c0"))
         with self.assertRaises(pydablooms.DabloomsError) as cm:
             pydablooms.Dablooms(capacity=10, error_rate=0, filepath=self.path("e0"))
@@ -157,7 +160,9 @@ class TestAPI(Base):
         p = self.path("busy.bin")
         bloom = pydablooms.Dablooms(capacity=10, error_rate=.1, filepath=p)
         bloom.add("kept", 1)
-        self.assertRaises(pydablooms.DabloomsError, pydablooms.Dablooms, capacity=10, error_rate=.1, filepath=p)
+        with self.assertRaises(pydablooms.DabloomsError) as cm:
+            pydablooms.Dablooms(capacity=10, error_rate=.1, filepath=p)
+        self.assertEqual(str(cm.exception), p + " is open in another handle or process; close it first")
         self.assertIn("kept", bloom)
 
 

@@ -341,6 +341,7 @@ static void *worker(void *arg) {
 		ids[i] = __atomic_fetch_add(&next_id, 1, __ATOMIC_SEQ_CST);
 		CHECK(scaling_bloom_add(shared, k, len, ids[i]) == 1, "thread add %s", k);
 		CHECK(scaling_bloom_check(shared, k, len) == 1, "thread false negative %s", k);
+		if (i % 97 == t) scaling_bloom_mem_seqnum(shared); /* a count beside the others' adds */
 	}
 	for (i = 0; i < PER_THREAD; i += 2) {
 		int len = keyf(k, sizeof k, prefix, i);
@@ -376,6 +377,10 @@ static void test_threads(void) {
 	for (t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
 	CHECK(starts_with(dablooms_last_error(), "free_scaling_bloom"), "main thread error text changed by others: %s", dablooms_last_error());
 	uint64_t want = mem0 + THREADS * (PER_THREAD + PER_THREAD / 2);
+	/* The field first: counts taken beside other threads' adds neither
+	 * lost nor doubled any of them once all have returned. */
+	uint64_t field = shared->header->mem_seqnum;
+	CHECK(field == want, "mem_seqnum field %llu after the threads, want %llu", (unsigned long long)field, (unsigned long long)want);
 	CHECK(scaling_bloom_mem_seqnum(shared) == want, "mem_seqnum %llu, want %llu",
 	      (unsigned long long)scaling_bloom_mem_seqnum(shared), (unsigned long long)want);
 	CHECK(scaling_bloom_flush(shared) == 0, "flush");
@@ -406,7 +411,34 @@ static void test_structs(void) {
 	}
 	CHECK(b->num_blooms >= 2, "num_blooms %u after 2500 adds", b->num_blooms);
 	CHECK(b->header->max_id == 2509, "max_id %llu", (unsigned long long)b->header->max_id);
-	CHECK(b->header->mem_seqnum == scaling_bloom_mem_seqnum(b), "mem_seqnum field");
+	/* mem_seqnum: the field is true after each add and remove without a call
+	 * that counts (read before scaling_bloom_mem_seqnum, which rewrites it). */
+	uint64_t field = b->header->mem_seqnum;
+	CHECK(field == 2500, "mem_seqnum field %llu after 2500 adds", (unsigned long long)field);
+	CHECK(scaling_bloom_remove(b, "never added", 11, 10) == 0, "remove of an absent key");
+	CHECK(b->header->mem_seqnum == 2500, "mem_seqnum field %llu after a refused remove", (unsigned long long)b->header->mem_seqnum);
+	CHECK(scaling_bloom_mem_seqnum(b) == 2500 && b->header->mem_seqnum == 2500, "mem_seqnum %llu, field %llu",
+	      (unsigned long long)scaling_bloom_mem_seqnum(b), (unsigned long long)b->header->mem_seqnum);
+	CHECK(b->header->disk_seqnum == 0, "disk_seqnum field %llu before a flush", (unsigned long long)b->header->disk_seqnum);
+	/* Another handle's adds: counted at this handle's next count. */
+	scaling_bloom_t *other = new_scaling_bloom_from_file(0, 0, p);
+	CHECK(other != NULL, "second handle");
+	if (other != NULL) {
+		CHECK(other->header->mem_seqnum == 2500 && other->num_blooms == b->num_blooms, "second handle's fields");
+		CHECK(scaling_bloom_add(other, "o-1", 3, 3000) == 1 && scaling_bloom_add(other, "o-2", 3, 3001) == 1, "adds through the second handle");
+		CHECK(other->header->mem_seqnum == 2502 && other->header->max_id == 3001, "second handle's mem_seqnum %llu, max_id %llu",
+		      (unsigned long long)other->header->mem_seqnum, (unsigned long long)other->header->max_id);
+		CHECK(scaling_bloom_add(b, "s-x", 3, 3002) == 1, "add");
+		CHECK(b->header->mem_seqnum == 2501 && b->header->max_id == 3002, "mem_seqnum field %llu before a count, max_id %llu",
+		      (unsigned long long)b->header->mem_seqnum, (unsigned long long)b->header->max_id);
+		CHECK(scaling_bloom_mem_seqnum(b) == 2503 && b->header->mem_seqnum == 2503, "mem_seqnum field %llu after a count",
+		      (unsigned long long)b->header->mem_seqnum);
+		CHECK(scaling_bloom_remove(other, "o-1", 3, 3000) == 1 && scaling_bloom_remove(other, "o-2", 3, 3001) == 1, "removes through the second handle");
+		CHECK(free_scaling_bloom(other) == 0, "free second handle");
+		CHECK(scaling_bloom_remove(b, "s-x", 3, 3002) == 1, "remove");
+		CHECK(b->header->mem_seqnum == 2504, "mem_seqnum field %llu", (unsigned long long)b->header->mem_seqnum);
+		CHECK(scaling_bloom_mem_seqnum(b) == 2506, "mem_seqnum %llu", (unsigned long long)scaling_bloom_mem_seqnum(b));
+	}
 	CHECK(b->num_bytes == (size_t)file_size(p), "num_bytes %zu after growth, file %ld", b->num_bytes, file_size(p));
 	unsigned long total = 0;
 	for (i = 0; i < (long)b->num_blooms; i++) total += b->blooms[i]->header->count;

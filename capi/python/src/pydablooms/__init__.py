@@ -71,12 +71,24 @@ __version__ = _version().decode()
 
 
 class DabloomsError(OSError):
-    """A filter could not be created or opened; the text is the library's."""
+    """A filter could not be created, opened or closed; the text says why
+    in the library's words (last_error() without the C function's name)."""
 
 
 def last_error():
-    """The text of the last failed call on this thread ('' if none)."""
+    """The text of the last failed call on this thread ('' if none), after
+    the name of the C function that failed ("scaling_bloom_add: ...")."""
     return _last_error().decode("utf-8", "replace")
+
+
+def _error():
+    """A DabloomsError with the last error's text, less the C function's
+    name, which means nothing to a Python caller."""
+    text = last_error()
+    name, sep, rest = text.partition(": ")
+    if sep and name.replace("_", "").isalpha() and name.islower():
+        text = rest
+    return DabloomsError(text)
 
 
 def _key(key):
@@ -128,7 +140,7 @@ class Dablooms(object):
         capacity, error_rate, path = _params(capacity, error_rate, filepath)
         h = _new(capacity, error_rate, path)
         if not h:
-            raise DabloomsError(last_error())
+            raise _error()
         self._h = h
         self.conversion = None
 
@@ -165,7 +177,7 @@ class Dablooms(object):
         """Closes the file (also done when the object is collected)."""
         h, self._h = self._h, None
         if h is not None and _free(h) != 0:
-            raise DabloomsError(last_error())
+            raise _error()
 
     def __enter__(self):
         return self
@@ -187,7 +199,7 @@ def load_dabloom(capacity=None, error_rate=None, filepath=None):
     capacity, error_rate, path = _params(capacity, error_rate, filepath)
     h = _from_file(capacity, error_rate, path)
     if not h:
-        raise DabloomsError(last_error())
+        raise _error()
     conv = _last_conversion()
     b = Dablooms.__new__(Dablooms)
     b._h = h
