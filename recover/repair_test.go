@@ -294,3 +294,64 @@ func TestRepairStaleReplacedWord(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairCleanFileNoFindings: Repair in place of a clean file (format
+// 1.3: frozen while it works) reports no finding, not the replaced word
+// its own freeze stored, and leaves the file as it is. A rewrite that died
+// holding the file (the word left ReplaceFreezing, the growth lock free)
+// is still reported, as Verify reports it.
+func TestRepairCleanFileNoFindings(t *testing.T) {
+	path := newFile(t, 1000, counting4.Blocked1024, 20)
+	if r := verifyT(t, path); len(r.Findings) != 0 {
+		dumpReport(t, r)
+		t.Fatal("Verify of a fresh file has findings")
+	}
+	old := sum256(t, path)
+	for _, dry := range []bool{true, false} {
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.State != Clean || len(rep.Findings) != 0 || rep.Backup != "" {
+			dumpReport(t, rep)
+			t.Fatalf("Repair (dry run %v) of a clean file: %s, %d finding(s), backup %q; want clean, none, none", dry, rep.State, len(rep.Findings), rep.Backup)
+		}
+	}
+	if sum256(t, path) != old {
+		t.Fatal("Repair of a clean file changed it")
+	}
+
+	// A dead rewrite's word: reported by both, cleared by Repair.
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w [8]byte
+	le.PutUint64(w[:], header.ReplaceFreezing)
+	_, err = fh.WriteAt(w[:], header.ReplacedOffset)
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replacedNote := func(r *Report) bool {
+		for _, f := range r.Findings {
+			if f.Field == "replaced" {
+				return true
+			}
+		}
+		return false
+	}
+	if r := verifyT(t, path); !replacedNote(r) {
+		dumpReport(t, r)
+		t.Fatal("Verify does not report the word a dead rewrite left")
+	}
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	if err != nil || !replacedNote(rep) {
+		dumpReport(t, rep)
+		t.Fatalf("Repair does not report the word a dead rewrite left: %v", err)
+	}
+	if r := verifyT(t, path); len(r.Findings) != 0 {
+		dumpReport(t, r)
+		t.Fatal("the dead rewrite's word is still there after Repair")
+	}
+}
