@@ -355,3 +355,57 @@ func TestRepairCleanFileNoFindings(t *testing.T) {
 		t.Fatal("the dead rewrite's word is still there after Repair")
 	}
 }
+
+// TestRepairSummarySaysWhatItDoes: the action and finding that say how
+// Repair ends a filter's cut-short operations name what it does to them,
+// never "rolls back 0 and completes 0" for an operation that had changed
+// nothing yet; the slot freed says how many operations it had in flight.
+func TestRepairSummarySaysWhatItDoes(t *testing.T) {
+	for _, tc := range []struct {
+		budget int
+		want   string // one of the words
+	}{{2, "drops 1 that had changed no counter yet"}, {7, "ends 1 cut-short operation exactly: "}} {
+		path := newFile(t, 1000, counting4.Blocked512, 300)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		markWriting(b)
+		simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, tc.budget)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var said []string
+		freed := false
+		for _, a := range rep.Actions {
+			if strings.Contains(a, "cut-short") {
+				said = append(said, a)
+			}
+			freed = freed || strings.Contains(a, "freed slot 5 of a dead writer") && strings.HasSuffix(a, "which had 1 operation in flight")
+		}
+		if !freed {
+			t.Errorf("budget %d: no action says slot 5 is freed with its 1 operation in flight: %q", tc.budget, rep.Actions)
+		}
+		for _, f := range verifyT(t, path).Findings {
+			if f.Field == "filter" {
+				said = append(said, f.Message)
+			}
+		}
+		if len(said) != 2 {
+			t.Fatalf("budget %d: want one action and one finding on the cut-short operation, got %q", tc.budget, said)
+		}
+		for _, s := range said {
+			if strings.Contains(s, " 0 ") || !strings.Contains(s, tc.want) {
+				t.Errorf("budget %d: %q: want %q and no count of 0", tc.budget, s, tc.want)
+			}
+		}
+	}
+}
