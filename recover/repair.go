@@ -11,6 +11,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
 )
 
 // Repair fixes what can be fixed without the application's data: it rolls
@@ -26,8 +27,8 @@ import (
 // handles move to the result; an older one is taken exclusively: ErrBusy
 // while another process uses it, unless o.Wait lets it wait), works on a
 // copy in the same directory, syncs it and renames it over the original,
-// keeping the original at o.Backup (default path+".bak"); or writes the
-// result to o.Output. It returns the Verify report of the file it wrote. A
+// keeping the original at o.Backup (default path+".bak"; none with
+// o.NoBackup); or writes the result to o.Output. It returns the Verify report of the file it wrote. A
 // file with nothing to repair is left alone. The error is non-nil when
 // nothing was written (the report, if any, is then the original's).
 func Repair(path string, o *RepairOptions) (*Report, error) {
@@ -82,6 +83,9 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	var opt RepairOptions
 	if o != nil {
 		opt = *o
+	}
+	if opt.NoBackup && opt.Backup != "" {
+		return nil, fmt.Errorf("%w: RepairOptions.Backup %q with NoBackup: keep a backup or none", scaling.ErrInvalidOption, opt.Backup)
 	}
 	boot := currentBoot(opt.BootID)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
@@ -195,7 +199,9 @@ func replace(ctx context.Context, orig *original, p *patch, target string, boot 
 	if err := ctx.Err(); err != nil {
 		return nil, err // the last moment nothing was replaced
 	}
-	if orig.inPlace {
+	if orig.inPlace && opt.NoBackup {
+		rep.Actions = append(rep.Actions, "kept no backup of the original")
+	} else if orig.inPlace {
 		backup := opt.Backup
 		if backup == "" {
 			backup = orig.path + ".bak"
@@ -212,6 +218,7 @@ func replace(ctx context.Context, orig *original, p *patch, target string, boot 
 	if err := r.install(target); err != nil {
 		return nil, err
 	}
+	rep.Written = true
 	return rep, nil
 }
 

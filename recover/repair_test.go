@@ -62,7 +62,7 @@ func TestRepairOptions(t *testing.T) {
 		old := sum256(t, path)
 		out := filepath.Join(t.TempDir(), "out.dbl")
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out})
-		if err != nil || rep.State != Clean || rep.Path != out {
+		if err != nil || rep.State != Clean || rep.Path != out || !rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -96,7 +96,7 @@ func TestRepairOptions(t *testing.T) {
 		path := interruptedFile(t)
 		old := sum256(t, path)
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
-		if err != nil || rep.State != Clean || len(rep.Actions) == 0 {
+		if err != nil || rep.State != Clean || len(rep.Actions) == 0 || rep.Written {
 			t.Fatalf("dry run: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -111,7 +111,7 @@ func TestRepairOptions(t *testing.T) {
 		path := newFile(t, 1000, counting4.Classic, 20)
 		old := sum256(t, path)
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
-		if err != nil || rep.State != Clean {
+		if err != nil || rep.State != Clean || rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -119,6 +119,30 @@ func TestRepairOptions(t *testing.T) {
 		}
 		if _, err := os.Stat(path + ".bak"); !os.IsNotExist(err) {
 			t.Fatal("Repair of a clean file made a backup")
+		}
+	})
+	t.Run("no backup", func(t *testing.T) {
+		for _, live := range []bool{true, false} {
+			path := interruptedFile(t)
+			if !live {
+				withoutLiveReplace(t, path)
+			}
+			rep, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true})
+			if err != nil || rep.State != Clean || rep.Backup != "" || !rep.Written {
+				t.Fatalf("Repair with NoBackup (live %v): %v, backup %q, written %v", live, err, rep.Backup, rep != nil && rep.Written)
+			}
+			ents, _ := os.ReadDir(filepath.Dir(path))
+			if len(ents) != 1 || verifyT(t, path).State != Clean {
+				t.Fatalf("Repair with NoBackup (live %v) left %d entries in the directory, want the file alone", live, len(ents))
+			}
+		}
+		path := interruptedFile(t)
+		old := sum256(t, path)
+		if _, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true, Backup: path + ".old"}); !errors.Is(err, scaling.ErrInvalidOption) {
+			t.Fatalf("Backup with NoBackup: %v, want ErrInvalidOption", err)
+		}
+		if sum256(t, path) != old {
+			t.Fatal("Repair refused its options but changed the file")
 		}
 	})
 	t.Run("no source", func(t *testing.T) {
