@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"strconv"
@@ -52,15 +54,16 @@ func (o *repairOptions) validate(path string) error {
 	if o.backup != "" && o.noBackup {
 		return usageErrorf("--backup and --no-backup contradict each other")
 	}
-	if _, err := os.Stat(path); err != nil {
+	if err := checkFile(path); err != nil {
 		return err
 	}
-	if o.rebuildFrom != "" {
-		if _, err := os.Stat(o.rebuildFrom); err != nil {
-			return err
+	if o.output != "" {
+		// An existing --output is replaced: only by a file.
+		if st, err := os.Stat(o.output); err == nil && !st.Mode().IsRegular() {
+			return explain(o.output, recover.ErrNotRegular)
 		}
 	}
-	return nil
+	return checkInput(o.rebuildFrom)
 }
 
 func newRepairCmd(a *app) *cobra.Command {
@@ -144,6 +147,14 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 	} else {
 		r, err = recover.Repair(path, ro)
 	}
+	if err != nil {
+		// path was checked: a missing directory is --output's.
+		if o.output != "" && errors.Is(err, fs.ErrNotExist) {
+			err = explain(o.output, err)
+		} else {
+			err = explain(path, err)
+		}
+	}
 	if err != nil && r == nil {
 		return err
 	}
@@ -207,7 +218,7 @@ func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, 
 		fmt.Fprintln(a.stdout, "no backup was kept (--no-backup)")
 	}
 	if err != nil {
-		a.warnf("repair: %v", err)
+		a.warnf("%v", err)
 	} else if res.ExitCode == exitUnclean {
 		a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
 	}
