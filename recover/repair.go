@@ -128,7 +128,12 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	}
 	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
 		rep := a.report(path)
-		rep.Actions = append(p.actions, "nothing to repair: the file was left as it is, and no backup was written")
+		left := "nothing to repair: the file was left as it is, and no backup was written"
+		if hold != nil && hold.fz != nil && hold.word == header.ReplaceFreezing {
+			// The freeze's end clears the word, as the next writer would.
+			left = "nothing to repair: the file was left as it is but for the replaced word a dead rewrite or exclusive writer left, cleared as Repair let go of the file; no backup was written"
+		}
+		rep.Actions = append(p.actions, left)
 		return rep, nil
 	}
 	target := path

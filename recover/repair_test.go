@@ -374,6 +374,9 @@ func TestRepairCleanFileNoFindings(t *testing.T) {
 		dumpReport(t, rep)
 		t.Fatalf("Repair does not report the word a dead rewrite left: %v", err)
 	}
+	if said := strings.Join(rep.Actions, "; "); !strings.Contains(said, "cleared") {
+		t.Fatalf("Repair changed the replaced word but its actions do not say so: %q", said)
+	}
 	if r := verifyT(t, path); len(r.Findings) != 0 {
 		dumpReport(t, r)
 		t.Fatal("the dead rewrite's word is still there after Repair")
