@@ -349,9 +349,9 @@ func (a *analysis) readHot() {
 }
 
 // readReplaced checks the hot replaced word (docs/FORMAT.md, "Replacing a
-// live file"). ReplaceFreezing is a rewrite (this one's own, for a Repair
-// in place of a live file) or an exclusive writer holding the file, or one
-// that died: no damage.
+// live file"). ReplaceFreezing is a rewrite or an exclusive writer holding
+// the file, or one that died: no damage. (A Repair in place of a live file
+// reads the word as it was before its own freeze: rewriteHold.image.)
 func (a *analysis) readReplaced() {
 	w := a.word(header.ReplacedOffset)
 	live := a.meta.Flags&header.FlagLiveReplace != 0
@@ -359,7 +359,7 @@ func (a *analysis) readReplaced() {
 	case !a.hotOK || w == header.ReplaceNone:
 	case w == header.ReplaceFreezing && live:
 		a.note(Clean, -1, -1, header.ReplacedOffset, "replaced", nil,
-			"a whole-file rewrite or an exclusive writer holds the file (or died holding it): other writers wait until it ends, or, after a death, until the next of them clears the word; Repair's copy has it clear")
+			"a whole-file rewrite or an exclusive writer holds the file (or died holding it): other writers wait until it ends, or, after a death, until the next of them clears the word; Repair clears it")
 	default:
 		a.replacedBad = true
 		a.note(Damaged, -1, -1, header.ReplacedOffset, "replaced", header.ErrCorrupt,

@@ -93,21 +93,20 @@ type rewriteHold struct {
 	size int64
 	fz   *scaling.Frozen // frozen, or
 	ex   *exclusive      // exclusive
-	// staleDone: before the freeze, the replaced word of the held file
-	// said ReplaceDone while the file was at its path, which no rewrite
-	// leaves (the word Open refuses). Freeze stored ReplaceFreezing over
-	// it, so the analysis reads the word as it was (image).
-	staleDone bool
+	// word is the replaced word of a frozen file as it was before the
+	// freeze stored ReplaceFreezing over it: the analysis of the held file
+	// reads it (image), so that the hold's own freeze is not a finding.
+	word uint64
 }
 
 // image is the held file's bytes as they were before the hold: with the
 // replaced word a freeze overwrote.
 func (h *rewriteHold) image() image {
 	img := &fileImage{f: h.f, size: h.size}
-	if !h.staleDone {
+	if h.fz == nil || h.size < header.ReplacedOffset+8 {
 		return img
 	}
-	return &wordImage{image: img, off: header.ReplacedOffset, word: header.ReplaceDone}
+	return &wordImage{image: img, off: header.ReplacedOffset, word: h.word}
 }
 
 // wordImage is an image with the word at off read as word.
@@ -129,27 +128,55 @@ func (w *wordImage) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// staleDone opens the file at path and reports whether its replaced word
-// says ReplaceDone while it is still the file at path: a rewrite renames
-// its file over the path before it stores ReplaceDone, so such a word is
-// damage, not a replacement. It returns the file it read (nil if none).
-func staleDone(path string) (*os.File, bool) {
+// wordBefore opens the file at path and reads what its replaced word says
+// before a freeze overwrites it, as the analysis is to see it:
+//
+//   - ReplaceNone: nobody holds the file.
+//   - ReplaceFreezing with the growth lock free: a rewrite or an exclusive
+//     writer died holding the file (a finding, though no damage). With the
+//     growth lock held, a live one holds it: the freeze waits until it
+//     ends, and finds the word it leaves, ReplaceNone (or a replaced file,
+//     and freezes the one at the path), so it reads as ReplaceNone.
+//   - anything else (ReplaceDone while the file is still at its path, which
+//     no rewrite leaves, or a value no rewrite stores): damage, which Open
+//     refuses and Repair clears.
+//
+// It returns the file it read (nil if none), so that the caller can check
+// that the file frozen is the one read.
+func wordBefore(path string) (*os.File, uint64) {
 	f, size, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
-		return nil, false
+		return nil, header.ReplaceNone
 	}
 	if size < header.ReplacedOffset+8 {
-		return f, false
+		return f, header.ReplaceNone
 	}
 	w, err := readWord(f, header.ReplacedOffset)
-	return f, err == nil && w == header.ReplaceDone && sameOpenFile(f, path)
+	switch {
+	case err != nil || w == header.ReplaceNone:
+		return f, header.ReplaceNone
+	case w == header.ReplaceFreezing:
+		if heldByOther(f, header.GrowthLockOffset) {
+			return f, header.ReplaceNone
+		}
+		// Read again with the lock seen free: a live holder that ended
+		// between the two reads left another word.
+		if w, err = readWord(f, header.ReplacedOffset); err != nil || w != header.ReplaceFreezing {
+			return f, header.ReplaceNone
+		}
+		return f, w
+	case w == header.ReplaceDone && !sameOpenFile(f, path):
+		// Replaced while it was read: the freeze takes the new file.
+		return f, header.ReplaceNone
+	}
+	return f, w
 }
 
 // holdForRewrite opens the file at path read-write and holds it for a
 // rewrite, waiting at most wait for other processes (a frozen file: at
 // least scaling.DefaultLockTimeout, for the writers' operations in flight).
 func holdForRewrite(path string, wait time.Duration) (*rewriteHold, error) {
-	seen, stale := staleDone(path)
+	seen, word := wordBefore(path)
 	if seen != nil {
 		defer seen.Close()
 	}
@@ -162,10 +189,14 @@ func holdForRewrite(path string, wait time.Duration) (*rewriteHold, error) {
 			return nil, fmt.Errorf("recover: %w", err)
 		}
 		h := &rewriteHold{f: fz.File(), size: st.Size(), fz: fz}
-		if stale {
-			// The file frozen is the one whose word was read.
-			sf, err := seen.Stat()
-			h.staleDone = err == nil && os.SameFile(sf, st)
+		if seen != nil {
+			// The word read is that of the file frozen, unless a
+			// rewrite replaced it meanwhile: the new file's word was
+			// clear (its rewrite renamed it there before it stored
+			// ReplaceDone on the old one).
+			if sf, err := seen.Stat(); err == nil && os.SameFile(sf, st) {
+				h.word = word
+			}
 		}
 		return h, nil
 	case !errors.Is(err, scaling.ErrNotLive):

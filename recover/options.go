@@ -8,10 +8,17 @@ type RepairOptions struct {
 	// Output, if set, is where the repaired file is written; the original is
 	// left as it is. Otherwise the original is replaced.
 	Output string
-	// Backup is where an in-place repair keeps the original file (a hard
-	// link where possible, else a copy); default path+".bak". An existing
-	// file there is replaced.
+	// Backup is where an in-place repair keeps the original file; default
+	// path+".bak". An existing file there is replaced, so a repeated repair
+	// keeps one backup, the original of the latest. It is a hard link where
+	// the file system allows (no extra space), except for a file of format
+	// 1.3 (which is repaired while open): a copy, sparse where the original
+	// is. Nothing is kept when there is nothing to repair.
 	Backup string
+	// NoBackup keeps no backup of the original of an in-place repair: the
+	// repaired file replaces it (still atomically: a crash leaves one or the
+	// other at the path). It cannot be combined with Backup.
+	NoBackup bool
 	// Wait is how long to wait for other processes to close the file (a
 	// file older than format 1.3, or Output and DryRun: writers); 0 refuses
 	// at once with ErrBusy. A rewrite in place of a newer file waits for the

@@ -235,7 +235,14 @@ func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 			p.idleRecord(&si.recs[r], header.RecordOffset(s, r), c)
 		}
 		if freed {
-			p.act("freed slot %d (pid %d, %d operation(s) in flight)", s, si.pid, si.inFlight)
+			switch si.inFlight {
+			case 0:
+				p.act("freed slot %d of a dead writer (pid %d), which had no operation in flight", s, si.pid)
+			case 1:
+				p.act("freed slot %d of a dead writer (pid %d), which had 1 operation in flight", s, si.pid)
+			default:
+				p.act("freed slot %d of a dead writer (pid %d), which had %d operations in flight", s, si.pid, si.inFlight)
+			}
 		}
 	}
 	return mem

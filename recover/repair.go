@@ -11,6 +11,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/scaling"
 )
 
 // Repair fixes what can be fixed without the application's data: it rolls
@@ -26,8 +27,8 @@ import (
 // handles move to the result; an older one is taken exclusively: ErrBusy
 // while another process uses it, unless o.Wait lets it wait), works on a
 // copy in the same directory, syncs it and renames it over the original,
-// keeping the original at o.Backup (default path+".bak"); or writes the
-// result to o.Output. It returns the Verify report of the file it wrote. A
+// keeping the original at o.Backup (default path+".bak"; none with
+// o.NoBackup); or writes the result to o.Output. It returns the Verify report of the file it wrote. A
 // file with nothing to repair is left alone. The error is non-nil when
 // nothing was written (the report, if any, is then the original's).
 func Repair(path string, o *RepairOptions) (*Report, error) {
@@ -83,6 +84,9 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	if o != nil {
 		opt = *o
 	}
+	if opt.NoBackup && opt.Backup != "" {
+		return nil, fmt.Errorf("%w: RepairOptions.Backup %q with NoBackup: keep a backup or none", scaling.ErrInvalidOption, opt.Backup)
+	}
 	boot := currentBoot(opt.BootID)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -124,7 +128,12 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	}
 	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
 		rep := a.report(path)
-		rep.Actions = append(p.actions, "nothing to repair: the file was left as it is, and no backup was written")
+		left := "nothing to repair: the file was left as it is, and no backup was written"
+		if hold != nil && hold.fz != nil && hold.word == header.ReplaceFreezing {
+			// The freeze's end clears the word, as the next writer would.
+			left = "nothing to repair: the file was left as it is but for the replaced word a dead rewrite or exclusive writer left, cleared as Repair let go of the file; no backup was written"
+		}
+		rep.Actions = append(p.actions, left)
 		return rep, nil
 	}
 	target := path
@@ -195,7 +204,9 @@ func replace(ctx context.Context, orig *original, p *patch, target string, boot 
 	if err := ctx.Err(); err != nil {
 		return nil, err // the last moment nothing was replaced
 	}
-	if orig.inPlace {
+	if orig.inPlace && opt.NoBackup {
+		rep.Actions = append(rep.Actions, "kept no backup of the original")
+	} else if orig.inPlace {
 		backup := opt.Backup
 		if backup == "" {
 			backup = orig.path + ".bak"
@@ -212,6 +223,7 @@ func replace(ctx context.Context, orig *original, p *patch, target string, boot 
 	if err := r.install(target); err != nil {
 		return nil, err
 	}
+	rep.Written = true
 	return rep, nil
 }
 

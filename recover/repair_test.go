@@ -62,7 +62,7 @@ func TestRepairOptions(t *testing.T) {
 		old := sum256(t, path)
 		out := filepath.Join(t.TempDir(), "out.dbl")
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out})
-		if err != nil || rep.State != Clean || rep.Path != out {
+		if err != nil || rep.State != Clean || rep.Path != out || !rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -96,7 +96,7 @@ func TestRepairOptions(t *testing.T) {
 		path := interruptedFile(t)
 		old := sum256(t, path)
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
-		if err != nil || rep.State != Clean || len(rep.Actions) == 0 {
+		if err != nil || rep.State != Clean || len(rep.Actions) == 0 || rep.Written {
 			t.Fatalf("dry run: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -111,7 +111,7 @@ func TestRepairOptions(t *testing.T) {
 		path := newFile(t, 1000, counting4.Classic, 20)
 		old := sum256(t, path)
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
-		if err != nil || rep.State != Clean {
+		if err != nil || rep.State != Clean || rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
 		if sum256(t, path) != old {
@@ -119,6 +119,30 @@ func TestRepairOptions(t *testing.T) {
 		}
 		if _, err := os.Stat(path + ".bak"); !os.IsNotExist(err) {
 			t.Fatal("Repair of a clean file made a backup")
+		}
+	})
+	t.Run("no backup", func(t *testing.T) {
+		for _, live := range []bool{true, false} {
+			path := interruptedFile(t)
+			if !live {
+				withoutLiveReplace(t, path)
+			}
+			rep, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true})
+			if err != nil || rep.State != Clean || rep.Backup != "" || !rep.Written {
+				t.Fatalf("Repair with NoBackup (live %v): %v, backup %q, written %v", live, err, rep.Backup, rep != nil && rep.Written)
+			}
+			ents, _ := os.ReadDir(filepath.Dir(path))
+			if len(ents) != 1 || verifyT(t, path).State != Clean {
+				t.Fatalf("Repair with NoBackup (live %v) left %d entries in the directory, want the file alone", live, len(ents))
+			}
+		}
+		path := interruptedFile(t)
+		old := sum256(t, path)
+		if _, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true, Backup: path + ".old"}); !errors.Is(err, scaling.ErrInvalidOption) {
+			t.Fatalf("Backup with NoBackup: %v, want ErrInvalidOption", err)
+		}
+		if sum256(t, path) != old {
+			t.Fatal("Repair refused its options but changed the file")
 		}
 	})
 	t.Run("no source", func(t *testing.T) {
@@ -291,6 +315,124 @@ func TestRepairStaleReplacedWord(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		if !c.Contains(key(i)) {
 			t.Fatalf("Repair lost key %d", i)
+		}
+	}
+}
+
+// TestRepairCleanFileNoFindings: Repair in place of a clean file (format
+// 1.3: frozen while it works) reports no finding, not the replaced word
+// its own freeze stored, and leaves the file as it is. A rewrite that died
+// holding the file (the word left ReplaceFreezing, the growth lock free)
+// is still reported, as Verify reports it.
+func TestRepairCleanFileNoFindings(t *testing.T) {
+	path := newFile(t, 1000, counting4.Blocked1024, 20)
+	if r := verifyT(t, path); len(r.Findings) != 0 {
+		dumpReport(t, r)
+		t.Fatal("Verify of a fresh file has findings")
+	}
+	old := sum256(t, path)
+	for _, dry := range []bool{true, false} {
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.State != Clean || len(rep.Findings) != 0 || rep.Backup != "" {
+			dumpReport(t, rep)
+			t.Fatalf("Repair (dry run %v) of a clean file: %s, %d finding(s), backup %q; want clean, none, none", dry, rep.State, len(rep.Findings), rep.Backup)
+		}
+	}
+	if sum256(t, path) != old {
+		t.Fatal("Repair of a clean file changed it")
+	}
+
+	// A dead rewrite's word: reported by both, cleared by Repair.
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w [8]byte
+	le.PutUint64(w[:], header.ReplaceFreezing)
+	_, err = fh.WriteAt(w[:], header.ReplacedOffset)
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replacedNote := func(r *Report) bool {
+		for _, f := range r.Findings {
+			if f.Field == "replaced" {
+				return true
+			}
+		}
+		return false
+	}
+	if r := verifyT(t, path); !replacedNote(r) {
+		dumpReport(t, r)
+		t.Fatal("Verify does not report the word a dead rewrite left")
+	}
+	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	if err != nil || !replacedNote(rep) {
+		dumpReport(t, rep)
+		t.Fatalf("Repair does not report the word a dead rewrite left: %v", err)
+	}
+	if said := strings.Join(rep.Actions, "; "); !strings.Contains(said, "cleared") {
+		t.Fatalf("Repair changed the replaced word but its actions do not say so: %q", said)
+	}
+	if r := verifyT(t, path); len(r.Findings) != 0 {
+		dumpReport(t, r)
+		t.Fatal("the dead rewrite's word is still there after Repair")
+	}
+}
+
+// TestRepairSummarySaysWhatItDoes: the action and finding that say how
+// Repair ends a filter's cut-short operations name what it does to them,
+// never "rolls back 0 and completes 0" for an operation that had changed
+// nothing yet; the slot freed says how many operations it had in flight.
+func TestRepairSummarySaysWhatItDoes(t *testing.T) {
+	for _, tc := range []struct {
+		budget int
+		want   string // one of the words
+	}{{2, "drops 1 that had changed no counter yet"}, {7, "ends 1 cut-short operation exactly: "}} {
+		path := newFile(t, 1000, counting4.Blocked512, 300)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		markWriting(b)
+		simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, tc.budget)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var said []string
+		freed := false
+		for _, a := range rep.Actions {
+			if strings.Contains(a, "cut-short") {
+				said = append(said, a)
+			}
+			freed = freed || strings.Contains(a, "freed slot 5 of a dead writer") && strings.HasSuffix(a, "which had 1 operation in flight")
+		}
+		if !freed {
+			t.Errorf("budget %d: no action says slot 5 is freed with its 1 operation in flight: %q", tc.budget, rep.Actions)
+		}
+		for _, f := range verifyT(t, path).Findings {
+			if f.Field == "filter" {
+				said = append(said, f.Message)
+			}
+		}
+		if len(said) != 2 {
+			t.Fatalf("budget %d: want one action and one finding on the cut-short operation, got %q", tc.budget, said)
+		}
+		for _, s := range said {
+			if strings.Contains(s, " 0 ") || !strings.Contains(s, tc.want) {
+				t.Errorf("budget %d: %q: want %q and no count of 0", tc.budget, s, tc.want)
+			}
 		}
 	}
 }

@@ -33,8 +33,13 @@ type Report struct {
 	// Actions lists what Repair or Rebuild did (or, with DryRun, would do).
 	Actions []string
 	// Backup is where an in-place Repair or Rebuild kept the original file;
-	// "" when it kept none (nothing to repair, Output, DryRun, or an error).
+	// "" when it kept none (nothing to repair, Output, DryRun, NoBackup, or
+	// an error).
 	Backup string
+	// Written says that Repair or Rebuild wrote the repaired file (over the
+	// original, or to Output); false when the file was left as it is
+	// (nothing to repair in place), for DryRun, and on an error.
+	Written bool
 }
 
 // FilterReport describes one filter of the chain.

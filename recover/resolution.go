@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
@@ -35,17 +36,39 @@ type resolution struct {
 	words        map[int64]uint64
 	sumDelta     int64
 	itemsDelta   int64
-	rolledBack   int
-	completed    int
+	rolledBack   int // operations that end undone (their changes reverted)
+	completed    int // operations that end applied
+	untouched    int // operations cut short before they changed a counter
 	underflow    bool
 }
 
+// summary says how the cut-short operations end, naming only what happens:
+// "ends 1 cut-short operation exactly: drops 1 that had changed no counter
+// yet".
 func (r *resolution) summary() string {
-	s := fmt.Sprintf("rolls back %d and completes %d cut-short operation(s) exactly", r.rolledBack, r.completed)
+	var parts []string
+	if r.rolledBack > 0 {
+		parts = append(parts, fmt.Sprintf("rolls back %d", r.rolledBack))
+	}
+	if r.completed > 0 {
+		parts = append(parts, fmt.Sprintf("completes %d", r.completed))
+	}
+	if r.untouched > 0 {
+		parts = append(parts, fmt.Sprintf("drops %d that had changed no counter yet", r.untouched))
+	}
+	n := r.rolledBack + r.completed + r.untouched
+	s := fmt.Sprintf("ends %d cut-short %s exactly: %s", n, plural(n, "operation", "operations"), strings.Join(parts, ", "))
 	if r.itemsUnknown {
 		s += " (saturated counters hide whether the item count was adjusted; it is left as it is)"
 	}
 	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // hypsOf lists the possible truths of an in-flight record.
@@ -322,10 +345,13 @@ func (res *resolution) apply(img image, fi *filterInfo, recs []*recInfo, choice 
 	for j, ri := range recs {
 		h := choice[j]
 		res.itemsDelta += h.itemsDelta
-		if h.complete {
+		switch {
+		case h.complete:
 			res.completed++
-		} else if ri.changed != 0 || ri.doubt != 0 {
+		case ri.changed != 0 || ri.doubt != 0:
 			res.rolledBack++
+		default:
+			res.untouched++
 		}
 		if h.rollback == 0 {
 			continue

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
+	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -91,6 +93,9 @@ Put a backup back with 'restore', not cp.`,
 // runBackup copies src to dest with recover.Backup (which holds the
 // protocol) and reports the copy.
 func (a *app) runBackup(ctx context.Context, src, dest string, o *backupOptions) error {
+	if err := checkFile(src); err != nil {
+		return err
+	}
 	rep, err := recover.Backup(ctx, src, dest, &recover.BackupOptions{
 		Wait: o.wait, Hold: o.hold, Overwrite: o.force, LockTimeout: a.lockTimeout, BootID: a.bootID,
 	})
@@ -98,7 +103,12 @@ func (a *app) runBackup(ctx context.Context, src, dest string, o *backupOptions)
 		return fmt.Errorf("%w; stop the writers, or raise --wait or --hold", err)
 	}
 	if err != nil {
-		return err
+		// src was checked: a missing file or directory, or one that
+		// exists, is dest's.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, scaling.ErrExists) || isPathError(err, dest) {
+			return explain(dest, err)
+		}
+		return explain(src, err)
 	}
 	res := &backupJSON{
 		Schema: "dabloomsctl.backup/v1", Path: src, Dest: dest, Bytes: rep.Bytes,

@@ -90,6 +90,13 @@ func TestRepairBackups(t *testing.T) {
 		!strings.Contains(r.stdout, "no backup was kept") {
 		t.Errorf("repair --no-backup -q: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// Without -q it says so, and it kept nothing, not even for a moment
+	// under another name.
+	unflush()
+	r = cli(t, "", "repair", path, "--no-backup")
+	if r.code != 0 || !strings.Contains(r.stdout, "action: kept no backup of the original\n") || strings.Contains(r.stdout, "removed") {
+		t.Errorf("repair --no-backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for i := 0; i < 2; i++ {
 		unflush()
 		if r := cli(t, "", "repair", path, "--backup", path+".bak", "-q"); r.code != 0 {

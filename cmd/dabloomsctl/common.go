@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
 	"os"
@@ -187,12 +188,30 @@ func parseDecimal(s []byte) (uint64, bool) {
 }
 
 // checkInput fails early, before the filter is opened, if --from names a
-// file that cannot be read.
+// file of keys that cannot be read, and says why in words, naming it once.
+// A named pipe (a shell's <(...)) is not opened here: its writer would
+// see the reader go.
 func checkInput(from string) error {
 	if from == "" || from == "-" {
 		return nil
 	}
+	st, err := os.Stat(from)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &userError{msg: fmt.Sprintf("the file of keys %s does not exist", from), err: err}
+	case errors.Is(err, fs.ErrPermission):
+		return &userError{msg: fmt.Sprintf("the file of keys %s cannot be read: permission denied (on it or its directory)", from)}
+	case err != nil:
+		return err
+	case st.IsDir():
+		return &userError{msg: fmt.Sprintf("the file of keys %s is a directory", from)}
+	case !st.Mode().IsRegular():
+		return nil
+	}
 	fh, err := os.Open(from)
+	if errors.Is(err, fs.ErrPermission) {
+		return &userError{msg: fmt.Sprintf("the file of keys %s cannot be read: permission denied", from)}
+	}
 	if err != nil {
 		return err
 	}

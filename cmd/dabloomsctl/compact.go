@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
@@ -95,7 +95,7 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 	case math.IsNaN(o.headroom) || math.IsInf(o.headroom, 0) || o.headroom < 0:
 		return usageErrorf("--headroom must be a number ≥ 0, not %v", o.headroom)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if err := checkFile(path); err != nil {
 		return err
 	}
 	if err := checkInput(o.from); err != nil {
@@ -116,6 +116,9 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 			if jerr := a.writeJSON(res); jerr != nil {
 				return jerr
 			}
+		}
+		if err = explain(path, err); errors.As(err, new(*userError)) {
+			return fmt.Errorf("%w; it was left as it was", err)
 		}
 		return fmt.Errorf("compact: %w; %s was left as it was", err, path)
 	}

@@ -134,8 +134,8 @@ func TestCompactErrors(t *testing.T) {
 		{[]string{"compact", path, "--from", "-"}, exitUsage, "not stdin"},
 		{[]string{"compact", path, "--from", keys, "--headroom", "-1"}, exitUsage, "--headroom"},
 		{[]string{"compact"}, exitUsage, "takes 1 argument"},
-		{[]string{"compact", filepath.Join(dir, "nope.dbl"), "--from", keys}, exitFail, "no such file"},
-		{[]string{"compact", path, "--from", filepath.Join(dir, "nope.tsv")}, exitFail, "no such file"},
+		{[]string{"compact", filepath.Join(dir, "nope.dbl"), "--from", keys}, exitFail, "nope.dbl does not exist"},
+		{[]string{"compact", path, "--from", filepath.Join(dir, "nope.tsv")}, exitFail, "the file of keys " + filepath.Join(dir, "nope.tsv") + " does not exist"},
 	} {
 		r := cli(t, "", tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {

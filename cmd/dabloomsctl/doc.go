@@ -158,7 +158,8 @@
 // dabloomsctl.repair/v1:
 //
 //	path, output ("" in place), backup ("" if no backup was written:
-//	--output, --dry-run, nothing to repair, or an error), rebuild_from,
+//	--output, --dry-run, --no-backup, nothing to repair, or an error),
+//	rebuild_from,
 //	dry_run, keys (re-added from --rebuild-from; 0 with error), error (""
 //	unless repair gave up and wrote nothing; exit_code is then 1), state,
 //	exit_code, report (a verify/v1 report

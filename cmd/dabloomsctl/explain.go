@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/recover"
@@ -56,10 +57,26 @@ func explain(path string, err error) error {
 	case errors.Is(err, scaling.ErrExists):
 		msg = fmt.Sprintf("%s already exists", path)
 	case errors.Is(err, recover.ErrNotRegular):
-		if st, serr := os.Stat(path); serr == nil && st.IsDir() {
+		st, serr := os.Stat(path)
+		switch {
+		case serr == nil && st.IsDir():
 			msg = fmt.Sprintf("%s is a directory, not a dablooms file", path)
-		} else {
+		case serr == nil && st.Mode()&fs.ModeNamedPipe != 0:
+			msg = fmt.Sprintf("%s is a named pipe (FIFO), not a regular file: a dablooms file must be one", path)
+		case serr == nil && st.Mode()&fs.ModeDevice != 0:
+			msg = fmt.Sprintf("%s is a device, not a regular file: a dablooms file must be one", path)
+		case serr == nil && st.Mode()&fs.ModeSocket != 0:
+			msg = fmt.Sprintf("%s is a socket, not a regular file: a dablooms file must be one", path)
+		default:
 			msg = fmt.Sprintf("%s is not a regular file (a dablooms file must be one)", path)
+		}
+	case errors.Is(err, recover.ErrUnrepairable):
+		// Neither metadata copy can be used: not a dablooms file at all,
+		// or one damaged beyond what repair can work from.
+		if startsWithMagic(path) {
+			msg = fmt.Sprintf("%s is a dablooms file whose two metadata copies are both unusable: repair cannot work from it; restore a backup, or create the file anew and add the keys again", path)
+		} else {
+			msg = notDablooms(path)
 		}
 	case errors.Is(err, scaling.ErrBusy):
 		msg = fmt.Sprintf("%s is in use by another process", path)
@@ -95,7 +112,7 @@ func explain(path string, err error) error {
 		if startsWithMagic(path) {
 			msg = fmt.Sprintf("%s is a damaged dablooms file (%s): 'dabloomsctl verify %s' says what can be done", path, reason(err), path)
 		} else {
-			msg = fmt.Sprintf("%s is not a dablooms file", path)
+			msg = notDablooms(path)
 		}
 	case errors.Is(err, scaling.ErrVersion):
 		msg = fmt.Sprintf("%s is a dablooms file this version cannot read: %s", path, reason(err))
@@ -126,11 +143,39 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// notDablooms says that the file at path, which does not begin with the
+// dablooms magic, is not a dablooms file (an empty one, say so).
+func notDablooms(path string) string {
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		return fmt.Sprintf("%s is empty (0 bytes), not a dablooms file", path)
+	}
+	return fmt.Sprintf("%s is not a dablooms file", path)
+}
+
+// checkFile checks, before a command hands path to the library, that it
+// names an existing regular file, and says what it is otherwise (missing,
+// a directory, a named pipe, ...), in words, naming it once. It never
+// opens the file: opening a named pipe would wait for a writer.
+func checkFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return explain(path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return explain(path, recover.ErrNotRegular)
+	}
+	return nil
+}
+
 // startsWithMagic says whether the file at path begins with the dablooms
 // magic: a file that does but cannot be read is a damaged dablooms file
-// (cut short, say), not some other file.
+// (cut short, say), not some other file. Only a regular file is opened (a
+// named pipe would block until a writer came).
 func startsWithMagic(path string) bool {
-	fh, err := os.Open(path)
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
@@ -140,4 +185,21 @@ func startsWithMagic(path string) bool {
 		return false
 	}
 	return b == header.Magic
+}
+
+// isPathError says whether err is about the file at path (an *fs.PathError
+// naming it).
+func isPathError(err error, path string) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && pe.Path == path
+}
+
+// unreadable says that the file at path, which verify or inspect found
+// corrupt beyond reading, is not a dablooms file this version can read: in
+// the words that fit it (empty, no magic, or a damaged one).
+func unreadable(path string) string {
+	if !startsWithMagic(path) {
+		return notDablooms(path)
+	}
+	return fmt.Sprintf("%s is a dablooms file this version cannot read (the findings say why)", path)
 }

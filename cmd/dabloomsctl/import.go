@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/dablooms/dablooms/legacy"
 
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
@@ -56,6 +60,9 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			if capacity == 0 || errorRate == 0 {
 				return usageErrorf("--capacity and --error-rate are required: the original's files do not record them")
 			}
+			if err := checkFile(args[0]); err != nil {
+				return err
+			}
 			if startsWithMagic(args[0]) {
 				// The original's files have no magic; this format's do.
 				return fmt.Errorf("%s is already a dablooms file of this format, not one of the original C dablooms: there is nothing to import; use it as it is ('dabloomsctl inspect %s' shows it, 'dabloomsctl backup' copies it)", args[0], args[0])
@@ -66,6 +73,17 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			}
 			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockWait(), BootID: a.bootID})
 			if err != nil {
+				if errors.Is(err, legacy.ErrSizeMismatch) {
+					// "OLD: legacy: file size does not match parameters:
+					// file is N bytes; ...: not a dablooms 0.9.1 file with
+					// these parameters": the words between.
+					detail := err.Error()
+					if i := strings.Index(detail, legacy.ErrSizeMismatch.Error()+": "); i >= 0 {
+						detail = detail[i+len(legacy.ErrSizeMismatch.Error())+2:]
+					}
+					detail = strings.TrimSuffix(detail, ": not a dablooms 0.9.1 file with these parameters")
+					return &userError{msg: fmt.Sprintf("%s is not a file of the original C dablooms 0.9.1 made with --capacity %d --error-rate %g: %s", args[0], capacity, errorRate, detail), err: err}
+				}
 				if !exists(args[0]) {
 					return explain(args[0], err)
 				}

@@ -104,7 +104,7 @@ The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.`,
 			}
 			writeInspect(a.stdout, out, isTerminal(a.stdout))
 			if out.ExitCode == exitFail {
-				a.warnf("%s is not a dablooms file this version can read", path)
+				a.warnf("%s", unreadable(path))
 			} else if out.ExitCode != exitOK {
 				a.warnf("%s is %s: %s; 'dabloomsctl verify %s' gives the details", path, out.State, out.advice, path)
 			}

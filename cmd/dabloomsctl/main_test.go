@@ -610,6 +610,12 @@ func TestRepairNothingNoBackup(t *testing.T) {
 	if strings.Contains(r.stdout, "backup of the original") || !strings.Contains(r.stdout, "no backup was written") {
 		t.Errorf("repair of a clean file:\n%s", r.stdout)
 	}
+	// No finding (not repair's own freeze of the file), and it says the
+	// file was left as it is, not "repaired".
+	if !strings.Contains(r.stdout, tr.path("c.dbl")+": clean (0 finding(s))") || strings.Contains(r.stdout, "repaired") ||
+		!strings.Contains(r.stdout, "nothing to repair: "+tr.path("c.dbl")+" was left as it is") {
+		t.Errorf("repair of a clean file must report no finding and say it was left as it is:\n%s", r.stdout)
+	}
 	r = tr.readOnly(0, "c.dbl", "repair $D/c.dbl --json")
 	var doc struct {
 		Backup *string `json:"backup"`

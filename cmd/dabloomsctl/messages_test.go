@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -174,3 +176,91 @@ func TestLockTimeoutOnce(t *testing.T) {
 	}
 	checkWords(t, "add beside an exclusive writer", r.stderr)
 }
+
+// Every command that takes a file, given a missing file, a directory, a
+// named pipe, an empty file or a random one, says so in words on stderr
+// (no package names, system calls or raw bytes), names the file once, and
+// exits 1 (issue 31: "stat nonexist.dbl: no such file or directory" from
+// repair; import-dablooms hung on a named pipe).
+func TestMessagesEveryCommandBadFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.dbl")
+	keys := filepath.Join(dir, "keys.tsv")
+	if r := cli(t, "", "create", good, "--capacity", "10", "--error-rate", "0.1", "-q"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	if err := os.WriteFile(keys, []byte("k\t1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	random := make([]byte, 100000)
+	rand.Read(random)
+	copy(random, "not DABLOOMS")
+	kinds := []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"missing", "does not exist", func(string) error { return nil }},
+		{"dir", "is a directory", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"fifo", "is a named pipe", func(p string) error { return mkfifo(p) }},
+		{"empty", "is empty (0 bytes), not a dablooms file", func(p string) error { return os.WriteFile(p, nil, 0o644) }},
+		{"random", "is not a dablooms file", func(p string) error { return os.WriteFile(p, random, 0o644) }},
+	}
+	for _, k := range kinds {
+		f := filepath.Join(dir, k.name+".dbl")
+		if err := k.make(f); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out-"+k.name+".dbl")
+		for _, args := range [][]string{
+			{"add", f, "k", "--id", "1"},
+			{"remove", f, "k", "--id", "1"},
+			{"contains", f, "k"},
+			{"inspect", f},
+			{"verify", f},
+			{"flush", f},
+			{"retire", f, "--before", "5"},
+			{"repair", f},
+			{"repair", f, "--dry-run"},
+			{"repair", f, "--output", out},
+			{"compact", f, "--from", keys},
+			{"backup", f, out},
+			{"restore", f, good},
+			{"import-dablooms", f, out, "--capacity", "100", "--error-rate", "0.01"},
+			{"create", f, "--capacity", "10", "--error-rate", "0.1"},
+		} {
+			want := k.want
+			switch {
+			case args[0] == "create" && k.name == "missing":
+				continue // creates it
+			case args[0] == "create" && (k.name == "empty" || k.name == "random"):
+				want = "already exists"
+			case args[0] == "import-dablooms" && (k.name == "empty" || k.name == "random"):
+				want = "is not a file of the original C dablooms 0.9.1"
+			}
+			what := k.name + ": " + strings.Join(args, " ")
+			// A command that opens a named pipe waits for a writer for
+			// ever: a hang guard (not a timing check) says which one.
+			done := make(chan result, 1)
+			go func() { done <- cli(t, "", args...) }()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("%s: still running after a minute (blocked opening the file?)", what)
+			}
+			if r.code != 1 || !strings.Contains(r.stderr, filepath.Base(f)+" "+want) {
+				t.Errorf("%s: exit %d, stderr %q; want exit 1 and %q", what, r.code, r.stderr, filepath.Base(f)+" "+want)
+			}
+			checkWords(t, what, r.stderr)
+			if n := strings.Count(r.stderr, filepath.Base(f)); n != 1 {
+				t.Errorf("%s: stderr names the file %d times, want once: %q", what, n, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, string(random[12:20])) {
+				t.Errorf("%s: the output quotes the file's bytes", what)
+			}
+			os.Remove(out)
+		}
+	}
+}
+
+func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
@@ -39,7 +39,7 @@ type repairOptions struct {
 func (o *repairOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.output, "output", "o", "", "write the repaired file here and leave FILE untouched")
 	fs.StringVar(&o.backup, "backup", "", "where to keep the original of an in-place repair (default FILE.bak, or FILE.bak.N if that exists); an existing file there is replaced")
-	fs.BoolVar(&o.noBackup, "no-backup", false, "do not keep the original of an in-place repair")
+	fs.BoolVar(&o.noBackup, "no-backup", false, "keep no backup of the original of an in-place repair (the rename that replaces it is still atomic)")
 	fs.StringVar(&o.rebuildFrom, "rebuild-from", "", "KEY<TAB>ID lines: the source of truth for rebuilding dirty or damaged filters")
 	fs.BoolVarP(&o.dryRun, "dry-run", "n", false, "report what would be done; change nothing")
 	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for writers' operations in flight, or, for a file older than format 1.3, for other processes to close it")
@@ -54,15 +54,16 @@ func (o *repairOptions) validate(path string) error {
 	if o.backup != "" && o.noBackup {
 		return usageErrorf("--backup and --no-backup contradict each other")
 	}
-	if _, err := os.Stat(path); err != nil {
+	if err := checkFile(path); err != nil {
 		return err
 	}
-	if o.rebuildFrom != "" {
-		if _, err := os.Stat(o.rebuildFrom); err != nil {
-			return err
+	if o.output != "" {
+		// An existing --output is replaced: only by a file.
+		if st, err := os.Stat(o.output); err == nil && !st.Mode().IsRegular() {
+			return explain(o.output, recover.ErrNotRegular)
 		}
 	}
-	return nil
+	return checkInput(o.rebuildFrom)
 }
 
 func newRepairCmd(a *app) *cobra.Command {
@@ -87,13 +88,19 @@ and then verifies the result, printing the findings as verify does.
 should be in the filter. For each filter to rebuild, the lines whose id is
 in the filter's id range are added again (the file is read once per filter).
 
-In place (no --output), the original is first kept as --backup (default
-FILE.bak, or FILE.bak.2, ... if that exists; an existing --backup is
-replaced, so a fixed --backup keeps one), or not at all with --no-backup; a
-file with nothing to repair is left alone and no backup is written. With
---output NEW the original is left untouched and the repaired file is written
-to NEW. --dry-run only reports what would be done. -q prints only the
-summary, not each action and finding.
+In place (no --output), the original is first kept as --backup, or not at
+all with --no-backup; a file with nothing to repair is left alone and no
+backup is written. With --output NEW the original is left untouched and the
+repaired file is written to NEW. --dry-run only reports what would be done.
+-q prints only the summary, not each action and finding.
+
+What is kept: each in-place repair that replaces FILE keeps one backup of
+the original, as large as FILE: a copy for a file of format 1.3 (for an
+older one a hard link, which keeps the original's blocks in use). By
+default it picks a free name, so repeated repairs add FILE.bak, FILE.bak.2,
+FILE.bak.3, ...: to bound them, give a fixed --backup PATH (an existing
+file there is replaced: one backup however often you repair), or
+--no-backup (none; the rename is still atomic).
 
 In place, a file of format 1.3 (every file this version creates) is repaired
 while other processes keep it open: repair freezes it (their adds and
@@ -125,16 +132,10 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 		return err
 	}
 	backup := o.backup
-	switch {
-	case o.output != "" || o.dryRun || backup != "":
-	case o.noBackup:
-		// The library always keeps the original (a hard link where it
-		// can): under a hidden name, removed once the repair is done.
-		backup = freeBackupName(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".repair-original"))
-	default:
+	if o.output == "" && !o.dryRun && !o.noBackup && backup == "" {
 		backup = freeBackupName(path)
 	}
-	ro := &recover.RepairOptions{Output: o.output, Backup: backup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
+	ro := &recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
 	res := repairJSON{
 		Schema: "dabloomsctl.repair/v1", Path: path, Output: o.output,
 		RebuildFrom: o.rebuildFrom, DryRun: o.dryRun,
@@ -146,19 +147,19 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 	} else {
 		r, err = recover.Repair(path, ro)
 	}
+	if err != nil {
+		// path was checked: a missing directory is --output's.
+		if o.output != "" && errors.Is(err, fs.ErrNotExist) {
+			err = explain(o.output, err)
+		} else {
+			err = explain(path, err)
+		}
+	}
 	if err != nil && r == nil {
 		return err
 	}
 	res.State, res.ExitCode, res.Report = r.State.String(), reportExit(r), toReportJSON(r)
 	res.Backup = r.Backup // "" unless the original was really kept there
-	if o.noBackup && r.Backup != "" {
-		if rerr := os.Remove(r.Backup); rerr != nil {
-			a.warnf("--no-backup: could not remove the original kept as %s: %v", r.Backup, rerr)
-		} else {
-			res.Backup = ""
-			r.Actions = append(r.Actions, "removed the original (--no-backup)")
-		}
-	}
 	if err != nil {
 		// Nothing was written: the report is that of the file as it
 		// is, and repair could not work at all (exit 1, documented).
@@ -182,9 +183,6 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, err error) {
 	if !a.quiet { // -q: the summary lines only
 		for _, act := range r.Actions {
-			if o.noBackup && strings.HasPrefix(act, "kept the original as ") {
-				continue
-			}
 			fmt.Fprintf(a.stdout, "action: %s\n", act)
 		}
 		writeFindings(a.stdout, r)
@@ -199,6 +197,8 @@ func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, 
 		label = "could not repair " + res.Path + ", which is"
 	case o.dryRun:
 		label = "dry run, " + target + " would be"
+	case !r.Written:
+		label = target
 	}
 	writeSummary(a.stdout, label, r)
 	if o.rebuildFrom != "" && err == nil {
@@ -211,13 +211,14 @@ func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, 
 	switch {
 	case res.Backup != "":
 		fmt.Fprintf(a.stdout, "backup of the original: %s\n", res.Backup)
-	case err == nil && o.output == "" && !o.dryRun && o.noBackup:
+	case err != nil || o.output != "" || o.dryRun:
+	case !r.Written:
+		fmt.Fprintf(a.stdout, "nothing to repair: %s was left as it is, and no backup was written\n", target)
+	case o.noBackup:
 		fmt.Fprintln(a.stdout, "no backup was kept (--no-backup)")
-	case err == nil && o.output == "" && !o.dryRun:
-		fmt.Fprintln(a.stdout, "no backup was written: the original was not replaced")
 	}
 	if err != nil {
-		a.warnf("repair: %v", err)
+		a.warnf("%v", err)
 	} else if res.ExitCode == exitUnclean {
 		a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
 	}

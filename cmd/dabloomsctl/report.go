@@ -153,12 +153,19 @@ func writeFindings(w io.Writer, r *recover.Report) {
 // eight bytes, which for a file that is not a dablooms file at all (a
 // random file, a text file) are noise on the terminal.
 func plainFinding(f recover.Finding) recover.Finding {
-	if f.Field == "magic" && strings.HasPrefix(f.Message, "got ") {
-		if f.Offset == 0 {
-			f.Message = fmt.Sprintf("the file does not start with %q, the mark of a dablooms file", header.Magic[:])
-		} else {
-			f.Message = fmt.Sprintf("no %q mark here, where a metadata copy starts", header.Magic[:])
-		}
+	if f.Field != "magic" {
+		return f
+	}
+	// "got ...", or "metadata copy A: got ..." for a file long enough to
+	// hold both copies.
+	prefix, _, found := strings.Cut(f.Message, "got ")
+	if !found || (prefix != "" && !strings.HasSuffix(prefix, ": ")) {
+		return f
+	}
+	if f.Offset == 0 {
+		f.Message = prefix + fmt.Sprintf("the file does not start with %q, the mark of a dablooms file", header.Magic[:])
+	} else {
+		f.Message = prefix + fmt.Sprintf("no %q mark here, where a metadata copy starts", header.Magic[:])
 	}
 	return f
 }

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
+	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
 )
 
@@ -52,9 +56,22 @@ If FILE does not exist, the backup is copied there.`,
 }
 
 func (a *app) runRestore(ctx context.Context, backup, path string, wait time.Duration) error {
+	if err := checkFile(backup); err != nil {
+		return fmt.Errorf("the backup %w", err)
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if err := checkFile(path); err != nil {
+			return err
+		}
+	}
 	rep, err := recover.Restore(ctx, backup, path, &recover.RestoreOptions{Wait: wait, BootID: a.bootID})
 	if err != nil {
-		return err
+		// Both were checked: what the bytes say is the backup's (it must
+		// verify clean); a lock or a busy file is FILE's.
+		if errors.Is(err, scaling.ErrNotDablooms) || errors.Is(err, scaling.ErrVersion) || isCorruption(err) {
+			return fmt.Errorf("the backup %w; nothing was restored", explain(backup, err))
+		}
+		return explain(path, err)
 	}
 	res := &restoreJSON{Schema: "dabloomsctl.restore/v1", Backup: backup, Path: path, Bytes: rep.Bytes, Replaced: rep.Replaced}
 	if a.json {

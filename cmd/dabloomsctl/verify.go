@@ -32,13 +32,16 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
   dabloomsctl verify spam.dbl --json | jq .state`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFile(args[0]); err != nil {
+				return err
+			}
 			r, err := recover.VerifyWithOptions(args[0], &recover.VerifyOptions{BootID: a.bootID})
 			if err != nil {
 				if r == nil && isCorruption(err) {
 					// Not even a report: the file is corrupt beyond reading.
 					r = corruptReport(args[0], err)
 				} else if r == nil {
-					return err
+					return explain(args[0], err)
 				} else {
 					a.warnf("verify: %v", err)
 				}
@@ -56,7 +59,7 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			writeSummary(a.stdout, r.Path, r)
 			switch code {
 			case exitFail:
-				a.warnf("%s is not a dablooms file this version can read", args[0])
+				a.warnf("%s", unreadable(args[0]))
 			case exitUnclean:
 				a.warnf("%s is %s: %s", args[0], r.State, stateMeaning(r))
 			}
