@@ -111,7 +111,7 @@ var unmapAtClose = false
 
 // skipDetachedMark makes shutdown detach without telling lookups in flight:
 // the negative control of TestLookupsSurviveReplacement sets it.
-var skipDetachedMark = false
+var skipDetachedMark atomic.Bool
 
 type guard struct {
 	n atomic.Int64
@@ -686,7 +686,7 @@ func (f *Filter) shutdown() {
 	f.endExclusive()
 	keep := f.chain.Swap(nil).keep
 	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
-		if !skipDetachedMark {
+		if !skipDetachedMark.Load() {
 			keep.detached.Store(true) // before the zero pages (see mapKeep)
 		}
 		f.closeErr = d.Detach()

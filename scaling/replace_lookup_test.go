@@ -40,8 +40,8 @@ func TestLookupsSurviveReplacement(t *testing.T) {
 			if !containsIn(c, h) || !c.keep.answered() {
 				t.Fatal("before the replacement the key is not found on the handle's chain")
 			}
-			skipDetachedMark = control
-			defer func() { skipDetachedMark = false }()
+			skipDetachedMark.Store(control)
+			defer skipDetachedMark.Store(false)
 			replaceWithKeys(t, path, 1000)
 			// Another goroutine's lookup meets the replacement: the handle
 			// moves, and its old mapping is detached in the background.

@@ -744,9 +744,13 @@ func (wk *waWorker) step() {
 // dumpStacks writes this process's goroutines to DIR/stacks-PROC.txt
 // once some process saw a lock held for its whole timeout: the parent
 // prints them with the failure.
-func (s *waRun) dumpStacks() {
+func (s *waRun) dumpStacks(done <-chan struct{}) {
 	for s.shm.Load(waDump) == 0 {
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	b := make([]byte, 1<<20)
 	b = b[:runtime.Stack(b, true)]
@@ -765,7 +769,11 @@ func childWhole() error {
 	if s.shared, err = scaling.Open(s.path, &scaling.OpenOptions{AllowUnclean: true}); err != nil {
 		return fmt.Errorf("round seed %d: Open of the live file: %w", cfg.Seed, err)
 	}
-	go s.dumpStacks()
+	done := make(chan struct{})
+	var dumper sync.WaitGroup
+	dumper.Add(1)
+	go func() { defer dumper.Done(); s.dumpStacks(done) }()
+	defer func() { close(done); dumper.Wait() }() // before shm is unmapped
 	var wg sync.WaitGroup
 	for g := range cfg.Gor {
 		wk := &waWorker{s: s, g: g, w: s.proc*cfg.Gor + g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(s.proc*cfg.Gor+g)+1))}
