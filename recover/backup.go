@@ -285,7 +285,18 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 		return nil, fmt.Errorf("holding the writers of %s: %w", c.path, err)
 	}
 	defer fz.Abort()
-	in := fz.File()
+	// A descriptor of its own for the copy: Abort closes the frozen file's,
+	// and a copy given up at the hold limit may still be reading.
+	in, err := os.Open(c.path)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	if a, errA := in.Stat(); errA != nil {
+		return nil, errA
+	} else if b, errB := fz.File().Stat(); errB != nil || !os.SameFile(a, b) {
+		return nil, fmt.Errorf("%w: %s was replaced while its writers were being held", ErrNoQuietMoment, c.path)
+	}
 	fp, err := readFingerprint(in)
 	if err != nil {
 		return nil, err
