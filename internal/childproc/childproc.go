@@ -21,9 +21,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // Shm is a small file mapped MAP_SHARED into parent and children, as words.
@@ -31,32 +28,6 @@ type Shm struct {
 	f *os.File
 	b []byte
 	w []uint64
-}
-
-// MapShm maps the file at path as at least words words; create makes (or
-// truncates) the file first.
-func MapShm(path string, words int, create bool) (*Shm, error) {
-	flag := os.O_RDWR
-	if create {
-		flag |= os.O_CREATE | os.O_TRUNC
-	}
-	f, err := os.OpenFile(path, flag, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	size := (words*8 + 4095) / 4096 * 4096
-	if create {
-		if err := f.Truncate(int64(size)); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &Shm{f: f, b: b, w: unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), size/8)}, nil
 }
 
 // InMemory returns a Shm of words words in this process's memory only, for
@@ -74,12 +45,6 @@ func (s *Shm) Add(i int, v uint64)   { atomic.AddUint64(&s.w[i], v) }
 // it did.
 func (s *Shm) CompareAndSwap(i int, old, v uint64) bool {
 	return atomic.CompareAndSwapUint64(&s.w[i], old, v)
-}
-
-// Close unmaps and closes the file.
-func (s *Shm) Close() {
-	unix.Munmap(s.b)
-	s.f.Close()
 }
 
 // Control-file words, for the roles that use barriers.
