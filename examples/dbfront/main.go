@@ -14,8 +14,12 @@
 //     filter were lost), recover.Rebuild rebuilds only the filters marked
 //     dirty, each from the rows of its id range, with a SELECT by rowid.
 //
-//     go run ./examples/dbfront          # 20,000 links, 100,000 lookups
-//     go run ./examples/dbfront -short   # 2,000 links, 10,000 lookups (CI)
+// It is a module of its own, so that the library's go.mod needs no SQLite
+// driver; run it from its directory:
+//
+//	cd examples/dbfront
+//	go run .          # 20,000 links, 100,000 lookups
+//	go run . -short   # 2,000 links, 10,000 lookups (CI)
 //
 // It exits with status 1 if any link in the database is missing from the
 // filter at the end.

@@ -1,0 +1,23 @@
+module github.com/dablooms/dablooms/examples/dbfront
+
+go 1.25.0
+
+replace github.com/dablooms/dablooms => ../..
+
+require (
+	github.com/dablooms/dablooms v0.0.0-00010101000000-000000000000
+	modernc.org/sqlite v1.59.0
+)
+
+require (
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.0.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/twmb/murmur3 v1.1.8 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	modernc.org/libc v1.75.7 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+)
