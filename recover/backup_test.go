@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -307,11 +306,11 @@ func TestBackupKeepsHoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	disk := func(path string) (size, used int64) {
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
+		size, used, err := diskUsage(path)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Size, st.Blocks * 512
+		return size, used
 	}
 	size, srcUsed := disk(src)
 	dstSize, dstUsed := disk(dst)

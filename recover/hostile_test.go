@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -127,7 +126,7 @@ func hostileCases() []hostileCase {
 		}, verr: ErrNotRegular, repair: refuse},
 		{name: "FIFO", special: func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "fifo")
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
+			if err := mkfifo(p); err != nil {
 				t.Skip("mkfifo:", err)
 			}
 			return p

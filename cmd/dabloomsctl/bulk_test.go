@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,13 +89,6 @@ func BenchmarkBulkAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/line")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/n, "cpu-ns/line")
-}
-
-// cpuTime is the user+sys time of the process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // add --exclusive holds the file as its only writer while it runs: a

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -743,7 +742,7 @@ func TestTruncatedAdvice(t *testing.T) {
 // blocking in open(2) (issue 11 item 7: inspect and contains hung).
 func TestFIFORefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
+	if err := mkfifo(path); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{

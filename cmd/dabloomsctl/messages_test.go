@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -262,5 +261,3 @@ func TestMessagesEveryCommandBadFile(t *testing.T) {
 		}
 	}
 }
-
-func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
