@@ -1,7 +1,7 @@
 // Package header defines the on-disk format of a dablooms file and nothing
 // else: byte offsets, field widths, identifiers, and the encoding, decoding
 // and validation of the metadata block. It knows nothing of files or
-// mappings; it works on byte slices that the caller owns.
+// mappings; it works on byte slices and words that the caller owns.
 //
 // Every file begins with two copies of a 4096-byte metadata block (page 0 and
 // page 1). Each copy carries a CRC-32C checksum and a generation number; the
@@ -12,7 +12,9 @@
 // Words that change on every operation (the state word, item counts, writer
 // slot counters and in-flight records) live outside the metadata copies, each
 // group in its own 64-byte line, at the fixed offsets given by the constants
-// of this package. docs/FORMAT.md in the repository documents every byte.
+// of this package. The views Hot, Line, Slot and Record lay those words out
+// as structs, over a writer's mapped words or copied from a file's bytes.
+// docs/FORMAT.md in the repository documents every byte.
 //
 // All integers are little-endian. Parsing treats the bytes as hostile: every
 // field is range-checked and every offset and length is checked against the

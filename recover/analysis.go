@@ -76,25 +76,25 @@ type analysis struct {
 }
 
 type filterInfo struct {
-	desc                      header.FilterDesc
-	items, mark, minID, maxID uint64                 // maxID without the Sealed bit
-	sealed                    bool                   // the Sealed bit of the max id word
-	pending                   uint64                 // the pending-adds hint (any value is valid)
-	ixState                   uint64                 // the late-add index's state word (FilterIndexOffset)
-	lineItems                 uint64                 // the line's items word; items adds the writers' counts
-	writers                   uint64                 // the line's writers word
-	counts                    [header.NumSlots]int64 // the writers' item counts
-	strayCounts               bool                   // counts of slots the writers word does not name are not zero
-	lineOK                    bool                   // mark, id range and the reserved words are plausible
-	itemsOK                   bool                   // 0 ≤ items ≤ capacity + slack
-	lineExtra                 bool                   // reserved words of the line are not zero
-	sum, sat                  uint64
-	tailOff                   int64 // first non-zero byte after the last counter, -1 if none
-	cut                       bool  // the file ends before the filter does (truncated): its counters were not read
-	dirty                     bool
-	recs                      []recRef // in-flight records of dead slots that target the filter
-	res                       *resolution
-	recount                   bool // Repair sets items = sum/k
+	desc header.FilterDesc
+	// line is the filter's line as read (its writers word with the bits
+	// read again after the counts: readCounts); items, minID and maxID
+	// are what it says: the item count with the writers' counts, the id
+	// range without the Sealed bit.
+	line                header.Line
+	items, minID, maxID uint64
+	sealed              bool                   // the Sealed bit of the max id word
+	counts              [header.NumSlots]int64 // the writers' item counts
+	strayCounts         bool                   // counts of slots the writers word does not name are not zero
+	lineOK              bool                   // mark, id range and the reserved word are plausible
+	itemsOK             bool                   // 0 ≤ items ≤ capacity + slack
+	sum, sat            uint64
+	tailOff             int64 // first non-zero byte after the last counter, -1 if none
+	cut                 bool  // the file ends before the filter does (truncated): its counters were not read
+	dirty               bool
+	recs                []recRef // in-flight records of dead slots that target the filter
+	res                 *resolution
+	recount             bool // Repair sets items = sum/k
 }
 
 // tornWiden reports an id range whose min word still says "empty" (2^64−1)
@@ -108,30 +108,31 @@ func (fi *filterInfo) tornWiden() bool {
 }
 
 type slotInfo struct {
-	owner, pid, opened uint64
-	live               bool
-	recs               [header.RecordsPerSlot]recInfo
-	completed          uint64
-	inFlight           int
-	garbage            bool // a record's fields cannot be right
+	owner, pid uint64
+	live       bool
+	recs       [header.RecordsPerSlot]recInfo
+	completed  uint64
+	inFlight   int
+	garbage    bool // a record's fields cannot be right
 }
 
 type recInfo struct {
-	op, hash, changed, doubt uint64
-	word, newVal             uint64 // evidence of the last CAS tried: word index + 1 (0 none), new value
-	ixSlot, ixFP             uint64 // the late-add index entry the operation changes (+1; 0 none) and its fingerprint
-	valid                    bool   // an in-flight record whose fields make sense
-	outside                  bool   // an in-flight record naming a directory entry the chain does not use (its filter was retired)
-	bad                      bool   // fields that cannot be right (idle or in flight)
+	header.Record      // as read
+	valid         bool // an in-flight record whose fields make sense
+	outside       bool // an in-flight record naming a directory entry the chain does not use (its filter was retired)
+	bad           bool // fields that cannot be right (idle or in flight)
 }
 
 type recRef struct{ slot, rec int }
 
-func (r *recInfo) inFlight() bool { return header.OpWord(r.op).InFlight() }
-func (r *recInfo) count() uint64  { return header.OpWord(r.op).Completed() }
-func (r *recInfo) filter() int    { return header.OpWord(r.op).Filter() }
+// offset is the record's offset in the file, where findings place it.
+func (rr recRef) offset() int64 { return header.RecordOffset(rr.slot, rr.rec) }
+
+func (r *recInfo) inFlight() bool { return header.OpWord(r.Op).InFlight() }
+func (r *recInfo) count() uint64  { return header.OpWord(r.Op).Completed() }
+func (r *recInfo) filter() int    { return header.OpWord(r.Op).Filter() }
 func (r *recInfo) dir() int64 {
-	if header.OpWord(r.op).Op() == header.OpRemove {
+	if header.OpWord(r.Op).Op() == header.OpRemove {
 		return -1
 	}
 	return 1
@@ -146,6 +147,12 @@ func (a *analysis) entry(i int) int { return a.filters[i].desc.Slot }
 
 // line is the offset of the hot line of filter i of the chain.
 func (a *analysis) line(i int) int64 { return header.FilterLineOffset(a.filters[i].desc.Slot) }
+
+// lineWord is the offset in the file of word w of filter i's line (w is
+// &a.filters[i].line.Field), where findings about it place them.
+func (a *analysis) lineWord(i int, w *uint64) int64 {
+	return a.line(i) + header.FieldOffset(&a.filters[i].line, w)
+}
 
 // chainIndex is the index in filters of the filter in directory entry e,
 // or -1 if the chain does not use it.
@@ -430,56 +437,48 @@ func (a *analysis) readLines() {
 	a.filters = make([]filterInfo, n)
 	a.needRebuild = make([]bool, n)
 	for e := range header.MaxFilters {
-		off := header.FilterLineOffset(e)
 		// In a ring file the line of an entry the chain does not use may
 		// hold what its retired filter left: Repair zeroes it.
-		if a.bySlot[e] < 0 && !a.ring && !unusedLine(a.head[off:off+header.LineSize]) {
+		if a.bySlot[e] < 0 && !a.ring && !unusedLine(header.ReadLine(a.head, e)) {
 			a.linesDirty = true
-			a.note(Damaged, e, -1, off, "filter line", header.ErrCorrupt, "line of unused directory entry %d is not empty; Repair zeroes it", e)
+			a.note(Damaged, e, -1, header.FilterLineOffset(e), "filter line", header.ErrCorrupt, "line of unused directory entry %d is not empty; Repair zeroes it", e)
 		}
 	}
 	for i := range a.filters {
-		off := header.FilterLineOffset(a.meta.Filters[i].Slot)
-		line := a.head[off : off+header.LineSize]
 		fi := &a.filters[i]
 		fi.desc = a.meta.Filters[i]
-		fi.items = le.Uint64(line[header.FilterItemsOffset:])
-		fi.lineItems = fi.items
-		fi.writers = le.Uint64(line[header.FilterWritersOffset:])
-		fi.mark = le.Uint64(line[header.FilterMarkOffset:])
-		fi.minID = le.Uint64(line[header.FilterMinIDOffset:])
-		maxWord := le.Uint64(line[header.FilterMaxIDOffset:])
-		fi.maxID, fi.sealed = maxWord&header.MaxID, maxWord&header.Sealed != 0
+		fi.line = header.ReadLine(a.head, fi.desc.Slot)
+		l := &fi.line
+		fi.items = l.Items
+		fi.minID = l.MinID
+		fi.maxID, fi.sealed = l.MaxID&header.MaxID, l.MaxID&header.Sealed != 0
 		fi.tailOff = -1
-		fi.pending = le.Uint64(line[header.FilterPendingOffset:])
-		fi.ixState = le.Uint64(line[header.FilterIndexOffset:])
-		fi.lineExtra = firstNonZero(line[header.FilterReservedOffset:]) >= 0
 		fi.itemsOK = int64(fi.items) >= 0 && fi.items <= itemLimit(fi.desc.Capacity)
 		fi.lineOK = true
 		switch {
-		case fi.lineExtra:
+		case l.Reserved != 0:
 			fi.lineOK = false
-			a.note(Corrupt, a.entry(i), -1, off+header.FilterReservedOffset, "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
-		case a.hotOK && fi.mark&^seqnum.Pending > a.epoch:
+			a.note(Corrupt, a.entry(i), -1, a.lineWord(i, &l.Reserved), "filter line", header.ErrCorrupt, "reserved words of the filter's line are not zero: the line (items, dirty mark, id range) is garbage; the filter needs Rebuild")
+		case a.hotOK && l.Mark&^seqnum.Pending > a.epoch:
 			fi.lineOK = false
-			a.note(Corrupt, a.entry(i), -1, off+header.FilterMarkOffset, "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", fi.mark, a.epoch)
+			a.note(Corrupt, a.entry(i), -1, a.lineWord(i, &l.Mark), "mark", header.ErrCorrupt, "dirty mark %#x is from an epoch after the current %d: the line is garbage; the filter needs Rebuild", l.Mark, a.epoch)
 		case fi.minID > fi.maxID && fi.minID != math.MaxUint64:
 			fi.lineOK = false
-			a.note(Corrupt, a.entry(i), -1, off+header.FilterMinIDOffset, "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
-		case !validIndexState(&fi.desc, fi.ixState):
-			a.note(Damaged, a.entry(i), -1, off+header.FilterIndexOffset, "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", fi.ixState, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.IndexBytes() > 0], indexStateFor(&fi.desc))
+			a.note(Corrupt, a.entry(i), -1, a.lineWord(i, &l.MinID), "id range", header.ErrCorrupt, "id range [%d, %d] is inverted: the line is garbage; the filter needs Rebuild", fi.minID, fi.maxID)
+		case !validIndexState(&fi.desc, l.Index):
+			a.note(Damaged, a.entry(i), -1, a.lineWord(i, &l.Index), "late-add index", header.ErrCorrupt, "the late-add index state %d is not one of 0 (none) and 1 (allocated)%s; Repair sets it to %d", l.Index, map[bool]string{true: "", false: ", or the filter has no index"}[fi.desc.IndexBytes() > 0], indexStateFor(&fi.desc))
 		case i == n-1 && fi.sealed:
-			a.note(Damaged, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
+			a.note(Damaged, a.entry(i), -1, a.lineWord(i, &l.MaxID), "id range", header.ErrCorrupt, "the newest filter's id range is sealed, so no Add could widen it; Repair unseals it")
 		case i < n-1 && !fi.sealed:
-			a.note(Clean, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
+			a.note(Clean, a.entry(i), -1, a.lineWord(i, &l.MaxID), "id range", nil, "the id range of a filter that has a newer one is not sealed (a growth was cut short, or an older library wrote the file); Repair seals it")
 		}
 		if fi.lineOK && fi.tornWiden() {
-			a.note(Clean, a.entry(i), -1, off+header.FilterMaxIDOffset, "id range", nil, "the id range holds no id but its last id is %d: a writer died between the two words of the range's first widening, before it changed a counter; Repair empties it", fi.maxID)
+			a.note(Clean, a.entry(i), -1, a.lineWord(i, &l.MaxID), "id range", nil, "the id range holds no id but its last id is %d: a writer died between the two words of the range's first widening, before it changed a counter; Repair empties it", fi.maxID)
 		}
 		if !fi.lineOK {
 			a.needRebuild[i] = true
 		}
-		fi.dirty = a.hotOK && a.phase != seqnum.Clean && fi.mark&^seqnum.Pending == a.epoch
+		fi.dirty = a.hotOK && a.phase != seqnum.Clean && l.Mark&^seqnum.Pending == a.epoch
 	}
 }
 
@@ -509,7 +508,7 @@ func (a *analysis) checkOverlaps() {
 			if lo > hi {
 				continue
 			}
-			off := a.line(j) + header.FilterMinIDOffset
+			off := a.lineWord(j, &fj.line.MinID)
 			if fj.desc.IndexBytes() > 0 {
 				// A note, not damage: Rebuild of a newest filter whose line
 				// an OS crash lost re-adds its keys from the filter's first
@@ -528,12 +527,8 @@ func (a *analysis) checkOverlaps() {
 
 // unusedLine reports whether the line of an unused directory entry is zero,
 // or initialised by a growth whose directory write did not complete.
-func unusedLine(line []byte) bool {
-	if firstNonZero(line) < 0 {
-		return true
-	}
-	return le.Uint64(line[header.FilterMinIDOffset:]) == math.MaxUint64 &&
-		firstNonZero(line[:header.FilterMinIDOffset]) < 0 && firstNonZero(line[header.FilterMaxIDOffset:]) < 0
+func unusedLine(l header.Line) bool {
+	return l == header.Line{} || l == header.Line{MinID: math.MaxUint64}
 }
 
 const chunkSize = 1 << 20
@@ -614,40 +609,32 @@ func saturated(w uint64) int {
 func (a *analysis) readSlots(live func(int64) bool) {
 	for s := range header.NumSlots {
 		si := &a.slots[s]
-		base := header.SlotOffset(s)
-		si.owner = a.word(base + header.SlotOwnerOffset)
-		si.pid = a.word(base + header.SlotPIDOffset)
-		si.opened = a.word(base + header.SlotOpenedOffset)
+		sl := header.ReadSlot(a.head, s)
+		si.owner, si.pid = sl.Owner, sl.PID
+		base := header.SlotOffset(s) // its lock byte
 		if live != nil && live(base) {
 			si.live = true
 			a.anyLive = true
 		}
 		for r := range header.RecordsPerSlot {
-			a.readRecord(s, r)
+			a.readRecord(s, r, sl.Records[r])
 		}
 		a.mem += si.completed
 		if !si.live && si.owner != 0 && si.inFlight == 0 {
-			a.note(Clean, -1, s, base+header.SlotOwnerOffset, "owner", nil,
+			a.note(Clean, -1, s, base+header.FieldOffset(&sl, &sl.Owner), "owner", nil,
 				"slot of a writer (pid %d) that ended without closing, between operations; Repair frees it", si.pid)
 		}
 	}
 }
 
-// readRecord reads record r of slot s and checks it: an idle record for
-// stray bits, one in flight for fields that cannot be right. A valid record
-// of a dead slot is listed with the filter it targets.
-func (a *analysis) readRecord(s, r int) {
+// readRecord takes rec, record r of slot s, and checks it: an idle record
+// for stray bits, one in flight for fields that cannot be right. A valid
+// record of a dead slot is listed with the filter it targets.
+func (a *analysis) readRecord(s, r int, rec header.Record) {
 	si := &a.slots[s]
 	ri := &si.recs[r]
-	off := header.RecordOffset(s, r)
-	ri.op = a.word(off + header.RecOpOffset)
-	ri.hash = a.word(off + header.RecHashOffset)
-	ri.changed = a.word(off + header.RecChangedOffset)
-	ri.doubt = a.word(off + header.RecDoubtOffset)
-	ri.word = a.word(off + header.RecWordOffset)
-	ri.newVal = a.word(off + header.RecNewOffset)
-	ri.ixSlot = a.word(off + header.RecIndexSlotOffset)
-	ri.ixFP = a.word(off + header.RecIndexFPOffset)
+	off := recRef{s, r}.offset()
+	ri.Record = rec
 	si.completed += ri.count()
 	if !ri.inFlight() {
 		a.checkIdle(s, r, ri, off)
@@ -655,13 +642,13 @@ func (a *analysis) readRecord(s, r int) {
 	}
 	si.inFlight++
 	a.anyInFlight = true
-	if a.ring && ri.filter() < header.MaxFilters && a.chainIndex(ri.filter()) < 0 && header.OpWord(ri.op).Op() != header.OpInvalid && header.OpWord(ri.op).Reserved() == 0 {
+	if a.ring && ri.filter() < header.MaxFilters && a.chainIndex(ri.filter()) < 0 && header.OpWord(ri.Op).Op() != header.OpInvalid && header.OpWord(ri.Op).Reserved() == 0 {
 		// Its filter was retired (docs/FORMAT.md, Retired filters): a
 		// live writer backs out by itself; a dead one's record is cleared.
 		ri.outside = true
 		if !si.live {
 			a.note(Interrupted, ri.filter(), s, off, "record", scaling.ErrUnclean,
-				"a dead writer's %s on directory entry %d, whose filter was retired, was cut short; Repair clears the record (the filter is gone)", opName(ri.op), ri.filter())
+				"a dead writer's %s on directory entry %d, whose filter was retired, was cut short; Repair clears the record (the filter is gone)", opName(ri.Op), ri.filter())
 		}
 		return
 	}
@@ -685,19 +672,19 @@ func (a *analysis) readRecord(s, r int) {
 // checkIdle notes an idle record (r of slot s, at off) that holds stray
 // bits or the masks of a completed operation.
 func (a *analysis) checkIdle(s, r int, ri *recInfo, off int64) {
-	stray := header.OpWord(ri.op) != header.OpWord(ri.op).Idle()
-	masks := ri.changed != 0 || ri.doubt != 0 || ri.word != 0 || ri.newVal != 0 || ri.ixSlot != 0 || ri.ixFP != 0
+	stray := header.OpWord(ri.Op) != header.OpWord(ri.Op).Idle()
+	masks := ri.Changed != 0 || ri.Doubt != 0 || ri.Word != 0 || ri.New != 0 || ri.IndexSlot != 0 || ri.IndexFP != 0
 	ri.bad = stray || masks
 	switch {
 	case stray:
 		a.note(Damaged, -1, s, off, "record", header.ErrCorrupt,
-			"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.op, ri.changed, ri.doubt)
+			"idle record %d has stray bits (op %#x, changed %#x, doubt %#x); Repair clears them", r, ri.Op, ri.Changed, ri.Doubt)
 	case masks:
 		// A writer that stopped between making the op word idle and
 		// clearing the masks (docs/FORMAT.md, In-flight record) leaves
 		// them: they mean nothing.
 		a.note(Clean, -1, s, off, "record", nil,
-			"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.changed, ri.doubt, ri.word, ri.newVal)
+			"idle record %d still holds the masks of a completed operation (changed %#x, doubt %#x, evidence word %d new %#x); Repair clears them", r, ri.Changed, ri.Doubt, ri.Word, ri.New)
 	}
 }
 
@@ -708,22 +695,22 @@ func (a *analysis) recordFault(ri *recInfo) string {
 	e := ri.filter()
 	f := a.chainIndex(e)
 	switch {
-	case header.OpWord(ri.op).Op() == header.OpInvalid:
+	case header.OpWord(ri.Op).Op() == header.OpInvalid:
 		return "operation type 3"
-	case header.OpWord(ri.op).Reserved() != 0:
+	case header.OpWord(ri.Op).Reserved() != 0:
 		return "reserved bits of the op word are set"
 	case f < 0:
 		return fmt.Sprintf("filter %d is not in the %d-filter directory", e, n)
 	}
-	if ri.ixSlot != 0 || ri.ixFP != 0 {
+	if ri.IndexSlot != 0 || ri.IndexFP != 0 {
 		d := &a.filters[f].desc
 		switch {
 		case d.IndexBytes() == 0:
-			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.ixSlot, e)
-		case ri.ixSlot&^header.IndexDone > uint64(d.IndexBytes()/header.IndexEntrySize) || ri.ixSlot == header.IndexDone:
-			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.ixSlot&^header.IndexDone, e, d.IndexBytes()/header.IndexEntrySize)
-		case ri.ixFP <= header.IndexCleared || ri.ixFP > math.MaxUint32:
-			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.ixFP)
+			return fmt.Sprintf("it names late-add index entry %d of filter %d, which has no index", ri.IndexSlot, e)
+		case ri.IndexSlot&^header.IndexDone > uint64(d.IndexBytes()/header.IndexEntrySize) || ri.IndexSlot == header.IndexDone:
+			return fmt.Sprintf("late-add index entry %d is beyond filter %d's %d entries", ri.IndexSlot&^header.IndexDone, e, d.IndexBytes()/header.IndexEntrySize)
+		case ri.IndexFP <= header.IndexCleared || ri.IndexFP > math.MaxUint32:
+			return fmt.Sprintf("late-add index fingerprint %#x cannot be one", ri.IndexFP)
 		}
 	}
 	k := a.filters[f].desc.K
@@ -732,10 +719,10 @@ func (a *analysis) recordFault(ri *recInfo) string {
 		kmask = 1<<k - 1
 	}
 	switch {
-	case ri.changed&^kmask != 0 || ri.doubt&^kmask != 0:
-		return fmt.Sprintf("changed %#x or doubt %#x names positions beyond k = %d", ri.changed, ri.doubt, k)
-	case ri.doubt&ri.changed != 0 && ri.doubt&ri.changed != ri.doubt:
-		return fmt.Sprintf("doubt %#x is neither inside nor outside changed %#x", ri.doubt, ri.changed)
+	case ri.Changed&^kmask != 0 || ri.Doubt&^kmask != 0:
+		return fmt.Sprintf("changed %#x or doubt %#x names positions beyond k = %d", ri.Changed, ri.Doubt, k)
+	case ri.Doubt&ri.Changed != 0 && ri.Doubt&ri.Changed != ri.Doubt:
+		return fmt.Sprintf("doubt %#x is neither inside nor outside changed %#x", ri.Doubt, ri.Changed)
 	}
 	return ""
 }
@@ -800,9 +787,9 @@ func (a *analysis) noteLiveOrPending() {
 		return
 	}
 	for i := range a.filters {
-		if fi := &a.filters[i]; fi.lineOK && fi.pending != 0 {
-			a.note(Clean, a.entry(i), -1, a.line(i)+header.FilterPendingOffset, "pending", nil,
-				"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.pending)
+		if fi := &a.filters[i]; fi.lineOK && fi.line.Pending != 0 {
+			a.note(Clean, a.entry(i), -1, a.lineWord(i, &fi.line.Pending), "pending", nil,
+				"pending-adds hint %d with no writer alive (a writer was killed in the middle of an Add): it only makes the filter look fuller; Repair zeroes it", fi.line.Pending)
 		}
 	}
 }
@@ -824,11 +811,11 @@ func (a *analysis) classifyClean() {
 			if !ri.valid {
 				continue
 			}
-			if ri.changed == 0 && ri.doubt == 0 {
-				a.note(Interrupted, ri.filter(), s, header.RecordOffset(s, r), "record", scaling.ErrUnclean,
-					"a dead writer's %s was cut short before it changed anything; Repair frees the slot", opName(ri.op))
+			if ri.Changed == 0 && ri.Doubt == 0 {
+				a.note(Interrupted, ri.filter(), s, recRef{s, r}.offset(), "record", scaling.ErrUnclean,
+					"a dead writer's %s was cut short before it changed anything; Repair frees the slot", opName(ri.Op))
 			} else {
-				a.note(Damaged, ri.filter(), s, header.RecordOffset(s, r), "record", header.ErrCorrupt,
+				a.note(Damaged, ri.filter(), s, recRef{s, r}.offset(), "record", header.ErrCorrupt,
 					"a dead writer's record claims changes although the file is marked clean, which cannot happen; Repair clears it")
 			}
 		}
@@ -907,8 +894,8 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 	fi.res = res
 	for _, rr := range fi.recs {
 		ri := &a.slots[rr.slot].recs[rr.rec]
-		a.note(Interrupted, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", scaling.ErrUnclean,
-			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.op), ri.hash, ri.changed, ri.doubt)
+		a.note(Interrupted, a.entry(i), rr.slot, rr.offset(), "record", scaling.ErrUnclean,
+			"a dead writer's %s (hash %#x, changed %#x, doubt %#x) was cut short", opName(ri.Op), ri.Hash, ri.Changed, ri.Doubt)
 	}
 	switch {
 	case a.anyLive:
@@ -945,9 +932,9 @@ func (a *analysis) changesToUnmarked() {
 		}
 		for _, rr := range fi.recs {
 			ri := &a.slots[rr.slot].recs[rr.rec]
-			if ri.changed != 0 || ri.doubt != 0 {
+			if ri.Changed != 0 || ri.Doubt != 0 {
 				a.needRebuild[i] = true
-				a.note(Corrupt, a.entry(i), rr.slot, header.RecordOffset(rr.slot, rr.rec), "record", header.ErrCorrupt,
+				a.note(Corrupt, a.entry(i), rr.slot, rr.offset(), "record", header.ErrCorrupt,
 					"a dead writer's record claims changes to a filter that is not marked dirty, which cannot happen: the filter needs Rebuild")
 			}
 		}
@@ -967,7 +954,7 @@ func (a *analysis) checkSums() {
 		}
 
 		k := uint64(fi.desc.K)
-		off := a.line(i) + header.FilterItemsOffset
+		off := a.lineWord(i, &fi.line.Items)
 		recountable := fi.sat == 0 && fi.sum%k == 0 && fi.sum/k <= itemLimit(fi.desc.Capacity)
 		switch {
 		case fi.sat == 0 && fi.itemsOK && fi.sum == k*fi.items:
@@ -1034,7 +1021,7 @@ func (a *analysis) report(path string) *Report {
 			if !ri.inFlight() {
 				continue
 			}
-			sr.InFlight = append(sr.InFlight, OpRecord{Slot: s, Record: rr, Op: opName(ri.op), Filter: ri.filter(), Hash: ri.hash, Changed: ri.changed, Doubt: ri.doubt})
+			sr.InFlight = append(sr.InFlight, OpRecord{Slot: s, Record: rr, Op: opName(ri.Op), Filter: ri.filter(), Hash: ri.Hash, Changed: ri.Changed, Doubt: ri.Doubt})
 		}
 		r.Slots = append(r.Slots, sr)
 	}

@@ -515,14 +515,14 @@ func readWord(r io.ReaderAt, off int64) (uint64, error) {
 // inFlight reports whether a writer slot of the file r records an operation
 // in flight.
 func inFlight(r io.ReaderAt) (bool, error) {
-	slots := make([]byte, header.NumSlots*header.SlotSize)
-	if _, err := r.ReadAt(slots, header.SlotsOffset); err != nil {
+	head := make([]byte, header.DataOffset)
+	if _, err := r.ReadAt(head, 0); err != nil {
 		return false, err
 	}
-	for s := 0; s < header.NumSlots; s++ {
-		for rec := 0; rec < header.RecordsPerSlot; rec++ {
-			off := header.RecordOffset(s, rec) + header.RecOpOffset - header.SlotsOffset
-			if header.OpWord(binary.LittleEndian.Uint64(slots[off:])).InFlight() {
+	for s := range header.NumSlots {
+		sl := header.ReadSlot(head, s)
+		for _, rec := range sl.Records {
+			if header.OpWord(rec.Op).InFlight() {
 				return true, nil
 			}
 		}

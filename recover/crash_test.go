@@ -130,12 +130,12 @@ func takeSnapshot(b []byte) (*flushSnapshot, error) {
 	}
 	s := &flushSnapshot{}
 	for i, d := range m.Filters {
-		line := header.FilterLineOffset(i)
+		line := header.ReadLine(b, i)
 		s.filters = append(s.filters, snapFilter{
 			counters: bytes.Clone(b[d.Offset : d.Offset+d.Length]),
-			items:    le.Uint64(b[line+header.FilterItemsOffset:]),
-			minID:    le.Uint64(b[line+header.FilterMinIDOffset:]),
-			maxID:    le.Uint64(b[line+header.FilterMaxIDOffset:]),
+			items:    line.Items,
+			minID:    line.MinID,
+			maxID:    line.MaxID,
 		})
 	}
 	return s, nil

@@ -34,6 +34,9 @@ func newSimImage(b []byte) *simImage {
 
 func (s *simImage) at(off int64) *uint64 { return &s.w[off/8] }
 
+// hot is the image's hot region as words, as a writer maps it.
+func (s *simImage) hot() []uint64 { return s.w[header.HotOffset/8 : header.DataOffset/8] }
+
 // simOp is one operation of a simulated writer.
 type simOp struct {
 	add       bool
@@ -58,15 +61,10 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	pos := make([]uint64, d.K)
 	counting4.Layout(d.LayoutID).Positions(kh, d.Counters, d.K, pos)
 	words := img.w[d.Offset/8:]
-	recOff := header.RecordOffset(op.slot, op.rec)
-	opw := img.at(recOff + header.RecOpOffset)
-	hash := img.at(recOff + header.RecHashOffset)
-	changed := img.at(recOff + header.RecChangedOffset)
-	doubt := img.at(recOff + header.RecDoubtOffset)
-	evWord := img.at(recOff + header.RecWordOffset)
-	evNew := img.at(recOff + header.RecNewOffset)
-	line := header.FilterLineOffset(op.filter)
-	items := img.at(line + header.FilterItemsOffset)
+	rec := header.RecordAt(img.hot(), op.slot, op.rec)
+	opw, hash, changed, doubt := &rec.Op, &rec.Hash, &rec.Changed, &rec.Doubt
+	evWord, evNew := &rec.Word, &rec.New
+	items := &header.LineAt(img.hot(), op.filter).Items
 	count := header.OpWord(*opw).Completed()
 	typ := uint64(header.OpAdd)
 	if !op.add {
@@ -219,7 +217,7 @@ func markWriting(b []byte) {
 	ep, _ := seqnum.Unpack(*img.at(header.StateOffset))
 	*img.at(header.StateOffset) = seqnum.Pack(ep, seqnum.Dirty)
 	*img.at(header.DiskSeqOffset) = 0
-	*img.at(header.FilterLineOffset(0) + header.FilterMarkOffset) = ep
+	header.LineAt(img.hot(), 0).Mark = ep
 	boot := parseBootID(testBoot)
 	copy(b[header.BootIDOffset:], boot[:])
 }
@@ -433,12 +431,11 @@ func TestInterruptTwoWriters(t *testing.T) {
 // mask (the process died around a compare-and-swap).
 func insideCAS(b []byte, d header.FilterDesc, seed uint64, op simOp) []int {
 	total := simRun(newSimImage(bytes.Clone(b)), d, seed, op, 1<<30)
-	recOff := header.RecordOffset(op.slot, op.rec)
 	var out []int
 	for budget := 0; budget <= total; budget++ {
 		img := newSimImage(bytes.Clone(b))
 		simRun(img, d, seed, op, budget)
-		if *img.at(recOff + header.RecDoubtOffset)&^*img.at(recOff + header.RecChangedOffset) != 0 {
+		if rec := header.RecordAt(img.hot(), op.slot, op.rec); rec.Doubt&^rec.Changed != 0 {
 			out = append(out, budget)
 		}
 	}
@@ -483,9 +480,9 @@ func TestInterruptTwoWritersInsideCAS(t *testing.T) {
 			// Without evidence: what Repair could do before records kept it.
 			wiped := bytes.Clone(img)
 			for _, op := range ops {
-				off := header.RecordOffset(op.slot, op.rec)
-				le.PutUint64(wiped[off+header.RecWordOffset:], 0)
-				le.PutUint64(wiped[off+header.RecNewOffset:], 0)
+				sl := header.ReadSlot(wiped, op.slot)
+				sl.Records[op.rec].Word, sl.Records[op.rec].New = 0, 0
+				header.PutSlot(wiped, op.slot, sl)
 			}
 			_, _, raw := repairBytes(t, wiped)
 			if raw.State == Clean {

@@ -164,12 +164,11 @@ func TestLateAddsSurviveRepair(t *testing.T) {
 // itemsInImage is filter i's item count in the file image b: its line's
 // items word plus the writers' counts its writers word names.
 func itemsInImage(b []byte, d *header.FilterDesc, i int) int64 {
-	line := header.FilterLineOffset(i)
-	n := int64(le.Uint64(b[line+header.FilterItemsOffset:]))
+	line := header.ReadLine(b, i)
+	n := int64(line.Items)
 	if d.HasCounts() {
-		w := le.Uint64(b[line+header.FilterWritersOffset:])
 		for s := range header.NumSlots {
-			if w&(1<<s) != 0 {
+			if line.Writers&(1<<s) != 0 {
 				n += int64(le.Uint64(b[header.CountOffset(d, s):]))
 			}
 		}
@@ -188,16 +187,14 @@ func TestRepairEndsCutShortLateAdd(t *testing.T) {
 			b, _, kh, fp, s, entry, _ := lateEntryFile(t, path)
 			// A dead writer in slot 9 with an Add of the same pair cut short
 			// before any counter changed.
-			rec := header.RecordOffset(9, 0)
-			le.PutUint64(b[header.SlotOffset(9)+header.SlotOwnerOffset:], 0x1234)
-			le.PutUint64(b[rec+header.RecOpOffset:], uint64(header.OpWord(0).Begin(header.OpAdd, 1)))
-			le.PutUint64(b[rec+header.RecHashOffset:], kh)
 			slotWord := s + 1
 			if done {
 				slotWord |= header.IndexDone
 			}
-			le.PutUint64(b[rec+header.RecIndexSlotOffset:], slotWord)
-			le.PutUint64(b[rec+header.RecIndexFPOffset:], uint64(fp))
+			sl := header.ReadSlot(b, 9)
+			sl.Owner = 0x1234
+			sl.Records[0] = header.Record{Op: uint64(header.OpWord(0).Begin(header.OpAdd, 1)), Hash: kh, IndexSlot: slotWord, IndexFP: uint64(fp)}
+			header.PutSlot(b, 9, sl)
 			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -299,12 +296,10 @@ func TestRepairPutsBackClaimedLateEntry(t *testing.T) {
 	// A dead writer in slot 9 whose Remove of the pair claimed the entry
 	// and died before its first counter change.
 	le.PutUint32(b[entry:], header.IndexCleared)
-	rec := header.RecordOffset(9, 0)
-	le.PutUint64(b[header.SlotOffset(9)+header.SlotOwnerOffset:], 0x1234)
-	le.PutUint64(b[rec+header.RecOpOffset:], uint64(header.OpWord(0).Begin(header.OpRemove, 1)))
-	le.PutUint64(b[rec+header.RecHashOffset:], kh)
-	le.PutUint64(b[rec+header.RecIndexSlotOffset:], (s+1)|header.IndexDone)
-	le.PutUint64(b[rec+header.RecIndexFPOffset:], uint64(fp))
+	sl := header.ReadSlot(b, 9)
+	sl.Owner = 0x1234
+	sl.Records[0] = header.Record{Op: uint64(header.OpWord(0).Begin(header.OpRemove, 1)), Hash: kh, IndexSlot: (s + 1) | header.IndexDone, IndexFP: uint64(fp)}
+	header.PutSlot(b, 9, sl)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

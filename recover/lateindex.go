@@ -43,17 +43,17 @@ func indexStateFor(d *header.FilterDesc) uint64 {
 // An entry is cleared only if it holds the record's fingerprint, and put
 // back only where an entry is free.
 func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bool) error {
-	if ri.ixSlot == 0 {
+	if ri.IndexSlot == 0 {
 		return nil
 	}
-	done := ri.ixSlot&header.IndexDone != 0
-	op := header.OpWord(ri.op).Op()
-	slot := ri.ixSlot &^ header.IndexDone
+	done := ri.IndexSlot&header.IndexDone != 0
+	op := header.OpWord(ri.Op).Op()
+	slot := ri.IndexSlot &^ header.IndexDone
 	switch {
 	case op == header.OpAdd && !completed && done:
-		return p.setEntry(a, img, i, slot-1, ri.ixFP, header.IndexCleared, "cleared late-add index entry %d of an Add it undid")
+		return p.setEntry(a, img, i, slot-1, ri.IndexFP, header.IndexCleared, "cleared late-add index entry %d of an Add it undid")
 	case op == header.OpRemove && completed && !done:
-		return p.setEntry(a, img, i, slot-1, ri.ixFP, header.IndexCleared, "cleared late-add index entry %d of a Remove it completed")
+		return p.setEntry(a, img, i, slot-1, ri.IndexFP, header.IndexCleared, "cleared late-add index entry %d of a Remove it completed")
 	case op == header.OpRemove && !completed && done:
 		// Put back where it was, or in the next free entry: a lookup of the
 		// pair walks on past entries in use (at worst the entry stays
@@ -68,7 +68,7 @@ func (p *patch) endLate(a *analysis, img image, i int, ri *recInfo, completed bo
 				}
 				continue
 			}
-			return p.setEntry(a, img, i, s, uint64(v), uint32(ri.ixFP), "put back late-add index entry %d of a Remove it undid")
+			return p.setEntry(a, img, i, s, uint64(v), uint32(ri.IndexFP), "put back late-add index entry %d of a Remove it undid")
 		}
 	}
 	return nil
@@ -262,7 +262,7 @@ func newLateKeys(a *analysis, img image, i int) (*lateKeys, error) {
 	// IndexNone says i took no late Add.
 	fi := &a.filters[i]
 	known := a.hotOK && fi.lineOK
-	if known && fi.ixState != header.IndexAllocated {
+	if known && fi.line.Index != header.IndexAllocated {
 		return lk, nil
 	}
 	own, err := loadLate(a, img, i, false)
@@ -373,19 +373,19 @@ func (a *analysis) readCounts(img image) error {
 			// head was read: the bit precedes the count, so the word read
 			// after the counts names every count they hold.
 			var w [8]byte
-			if err := readFull(img, w[:], a.line(i)+header.FilterWritersOffset); err != nil {
+			if err := readFull(img, w[:], a.lineWord(i, &fi.line.Writers)); err != nil {
 				return err
 			}
-			fi.writers |= le.Uint64(w[:])
+			fi.line.Writers |= le.Uint64(w[:])
 		}
-		sum := int64(fi.lineItems)
+		sum := int64(fi.line.Items)
 		for s := range header.NumSlots {
 			c := int64(le.Uint64(b[s*header.CountSize:]))
 			fi.counts[s] = c
 			switch {
 			case !fi.lineOK:
 				// The writers word is garbage: Rebuild recounts.
-			case fi.writers&(1<<s) != 0:
+			case fi.line.Writers&(1<<s) != 0:
 				sum += c
 			case c != 0:
 				fi.strayCounts = true
@@ -412,7 +412,7 @@ func (a *analysis) readCounts(img image) error {
 func (p *patch) zeroStrayCounts(a *analysis, i int) {
 	fi := &a.filters[i]
 	for s := range header.NumSlots {
-		if fi.writers&(1<<s) == 0 && fi.counts[s] != 0 {
+		if fi.line.Writers&(1<<s) == 0 && fi.counts[s] != 0 {
 			p.words[header.CountOffset(&fi.desc, s)] = 0
 			p.changed = true
 		}
@@ -424,9 +424,7 @@ func (p *patch) zeroStrayCounts(a *analysis, i int) {
 // counts are zeroed and the writers word cleared.
 func (p *patch) foldCounts(a *analysis, i int, v uint64) {
 	fi := &a.filters[i]
-	line := a.line(i)
-	p.put(line+header.FilterItemsOffset, v)
-	p.put(line+header.FilterWritersOffset, 0)
+	p.editLine(fi.desc.Slot, func(l *header.Line) { l.Items, l.Writers = v, 0 })
 	if !fi.desc.HasCounts() {
 		return
 	}

@@ -46,6 +46,27 @@ func (p *patch) put(off int64, v uint64) {
 	}
 }
 
+// editLine changes filter line e of the new head with edit.
+func (p *patch) editLine(e int, edit func(l *header.Line)) {
+	l := header.ReadLine(p.head, e)
+	edit(&l)
+	if l != header.ReadLine(p.head, e) {
+		header.PutLine(p.head, e, l)
+		p.changed = true
+	}
+}
+
+// editSlot changes writer slot s of the new head, its records included,
+// with edit.
+func (p *patch) editSlot(s int, edit func(sl *header.Slot)) {
+	sl := header.ReadSlot(p.head, s)
+	edit(&sl)
+	if sl != header.ReadSlot(p.head, s) {
+		header.PutSlot(p.head, s, sl)
+		p.changed = true
+	}
+}
+
 func (p *patch) zero(from, to int64) {
 	if firstNonZero(p.head[from:to]) >= 0 {
 		clear(p.head[from:to])
@@ -158,14 +179,13 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 		if a.chainIndex(e) >= 0 {
 			continue
 		}
-		off := header.FilterLineOffset(e)
 		if a.ring {
 			// What a retired filter left: not a reason to rewrite.
-			clear(p.head[off : off+header.LineSize])
+			header.PutLine(p.head, e, header.Line{})
 			p.tidy = true
 			continue
 		}
-		p.zero(off, off+header.LineSize)
+		p.editLine(e, func(l *header.Line) { *l = header.Line{} })
 	}
 	return epoch
 }
@@ -212,7 +232,6 @@ func (p *patch) endCutShort(a *analysis, img image) (bump map[recRef]bool, err e
 func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 	for s := range a.slots {
 		si := &a.slots[s]
-		base := header.SlotOffset(s)
 		if si.live {
 			mem += si.completed
 			continue
@@ -221,19 +240,19 @@ func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 			continue // zeroed by resetHot
 		}
 		freed := si.owner != 0 || si.inFlight > 0
-		if freed {
-			p.put(base+header.SlotOwnerOffset, 0)
-			p.put(base+header.SlotPIDOffset, 0)
-			p.put(base+header.SlotOpenedOffset, 0)
-		}
-		for r := range si.recs {
-			c := si.recs[r].count()
-			if bump[recRef{s, r}] {
-				c++
+		p.editSlot(s, func(sl *header.Slot) {
+			if freed {
+				sl.Owner, sl.PID, sl.Opened = 0, 0, 0
 			}
-			mem += c
-			p.idleRecord(&si.recs[r], header.RecordOffset(s, r), c)
-		}
+			for r := range si.recs {
+				c := si.recs[r].count()
+				if bump[recRef{s, r}] {
+					c++
+				}
+				mem += c
+				idleRecord(&si.recs[r], &sl.Records[r], c)
+			}
+		})
 		if freed {
 			switch si.inFlight {
 			case 0:
@@ -248,17 +267,13 @@ func (p *patch) freeDeadSlots(a *analysis, bump map[recRef]bool) (mem uint64) {
 	return mem
 }
 
-// idleRecord makes a record at off that is in flight or has bad fields idle,
-// with c operations completed through it.
-func (p *patch) idleRecord(ri *recInfo, off int64, c uint64) {
+// idleRecord makes rec, read as ri, idle with c operations completed
+// through it if it is in flight or has bad fields.
+func idleRecord(ri *recInfo, rec *header.Record, c uint64) {
 	if !ri.inFlight() && !ri.bad {
 		return
 	}
-	p.put(off+header.RecOpOffset, uint64(header.IdleOp(c)))
-	p.put(off+header.RecHashOffset, 0)
-	p.put(off+header.RecChangedOffset, 0)
-	p.put(off+header.RecDoubtOffset, 0)
-	p.zero(off+header.RecWordOffset, off+header.LineSize) // evidence and reserved words
+	*rec = header.Record{Op: uint64(header.IdleOp(c))}
 }
 
 // fixLines repairs the filter lines, counter tails and item counts of the
@@ -267,20 +282,19 @@ func (p *patch) fixLines(a *analysis, img image) error {
 	n := len(a.filters)
 	for i := range a.filters {
 		fi := &a.filters[i]
-		line := a.line(i)
+		e := a.entry(i)
 		if fi.strayCounts && !a.needRebuild[i] {
 			p.zeroStrayCounts(a, i)
 		}
 		if fi.lineOK {
-			if fi.pending != 0 {
-				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", a.entry(i), fi.pending)
+			if fi.line.Pending != 0 {
+				p.act("filter %d: pending-adds hint %d zeroed (a writer was killed in the middle of an Add)", e, fi.line.Pending)
 			}
-			p.put(line+header.FilterPendingOffset, 0)
-			p.zero(line+header.FilterReservedOffset, line+header.LineSize)
+			p.editLine(e, func(l *header.Line) { l.Pending, l.Reserved = 0, 0 })
 		}
-		if !validIndexState(&fi.desc, fi.ixState) {
-			p.put(line+header.FilterIndexOffset, indexStateFor(&fi.desc))
-			p.act("filter %d: late-add index state %d set to %d", a.entry(i), fi.ixState, indexStateFor(&fi.desc))
+		if !validIndexState(&fi.desc, fi.line.Index) {
+			p.editLine(e, func(l *header.Line) { l.Index = indexStateFor(&fi.desc) })
+			p.act("filter %d: late-add index state %d set to %d", e, fi.line.Index, indexStateFor(&fi.desc))
 		}
 		if fi.tailOff >= 0 {
 			if err := p.zeroTail(img, fi); err != nil {
@@ -297,7 +311,7 @@ func (p *patch) fixLines(a *analysis, img image) error {
 			if want {
 				v |= header.Sealed
 			}
-			p.put(line+header.FilterMaxIDOffset, v)
+			p.editLine(e, func(l *header.Line) { l.MaxID = v })
 			if fi.sealed != want {
 				p.act("filter %d: id range %s", a.entry(i), map[bool]string{true: "sealed", false: "unsealed"}[want])
 			}
@@ -359,13 +373,13 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 		p.put(header.DiskSeqOffset, 0)
 		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
 		for _, i := range left {
-			p.put(a.line(i)+header.FilterMarkOffset, next)
+			p.editLine(a.entry(i), func(l *header.Line) { l.Mark = next })
 		}
 		p.act("left filters %v marked dirty: they need Rebuild", left)
 	default:
 		p.put(header.DiskSeqOffset, 0)
 		for _, i := range left {
-			p.put(a.line(i)+header.FilterMarkOffset, epoch)
+			p.editLine(a.entry(i), func(l *header.Line) { l.Mark = epoch })
 		}
 		p.actions = append(p.actions, fmt.Sprintf("filters %v need Rebuild", left))
 	}
@@ -380,7 +394,6 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 		if fi.lineOK && fi.itemsOK {
 			continue
 		}
-		line := a.line(i)
 		items := uint64(0)
 		if fi.sat == 0 && fi.sum%uint64(fi.desc.K) == 0 {
 			items = fi.sum / uint64(fi.desc.K)
@@ -391,11 +404,9 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 			if i < len(a.filters)-1 {
 				hi |= header.Sealed
 			}
-			p.put(line+header.FilterMinIDOffset, lo)
-			p.put(line+header.FilterMaxIDOffset, hi)
-			p.put(line+header.FilterPendingOffset, 0)
-			p.put(line+header.FilterIndexOffset, indexStateFor(&fi.desc))
-			p.zero(line+header.FilterReservedOffset, line+header.LineSize)
+			p.editLine(a.entry(i), func(l *header.Line) {
+				l.MinID, l.MaxID, l.Pending, l.Index, l.Reserved = lo, hi, 0, indexStateFor(&fi.desc), 0
+			})
 		}
 	}
 }
@@ -529,9 +540,7 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		le.PutUint64(b[j*8:], w)
 	}
 	p.filters[d.Offset] = b
-	line := a.line(i)
 	p.foldCounts(a, i, count)
-	p.put(line+header.FilterMarkOffset, 0)
 	if i < len(a.filters)-1 {
 		// A sealed range keeps what it covered (the newer filters' late
 		// Adds were decided against it), even if fewer keys came back.
@@ -540,14 +549,15 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		}
 		maxID |= header.Sealed
 	}
-	p.put(line+header.FilterMinIDOffset, minID)
-	p.put(line+header.FilterMaxIDOffset, maxID)
-	p.put(line+header.FilterPendingOffset, 0)
 	if lk.index != nil {
 		p.filters[d.IndexOffset()] = lk.indexBytes()
-		p.put(line+header.FilterIndexOffset, header.IndexAllocated)
 	}
-	p.zero(line+header.FilterReservedOffset, line+header.LineSize)
+	p.editLine(a.entry(i), func(l *header.Line) {
+		l.Mark, l.MinID, l.MaxID, l.Pending, l.Reserved = 0, minID, maxID, 0, 0
+		if lk.index != nil {
+			l.Index = header.IndexAllocated
+		}
+	})
 	p.keys += count
 	if late > 0 {
 		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", a.entry(i), lo, hi, count, late)

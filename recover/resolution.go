@@ -83,7 +83,7 @@ func plural(n int, one, many string) string {
 // Changed, or one that may be that undo, is a real doubt.
 func hypsOf(ri *recInfo) []hyp {
 	d := ri.dir()
-	c, db := ri.changed, ri.doubt
+	c, db := ri.Changed, ri.Doubt
 	switch {
 	case db != 0 && db&^c == 0 && !ri.mayBeUndo():
 		return []hyp{{rollback: c, contrib: d * int64(bits.OnesCount64(c))}}
@@ -105,13 +105,13 @@ func hypsOf(ri *recInfo) []hyp {
 // undo (see hypsOf): the record is a Remove's, its doubt a single position,
 // and no position of Changed lies below it.
 func (r *recInfo) mayBeUndo() bool {
-	return r.dir() < 0 && bits.OnesCount64(r.doubt) == 1 && r.changed&(r.doubt-1) == 0
+	return r.dir() < 0 && bits.OnesCount64(r.Doubt) == 1 && r.Changed&(r.Doubt-1) == 0
 }
 
 // safeHyp is the choice that can only leave counters too high, never too
 // low: a false positive at worst, never a false negative.
 func safeHyp(ri *recInfo) hyp {
-	c, db := ri.changed, ri.doubt
+	c, db := ri.Changed, ri.Doubt
 	switch {
 	case db != 0 && ri.dir() > 0:
 		return hyp{rollback: c &^ db} // the doubtful increments stay
@@ -138,12 +138,12 @@ func safeHyp(ri *recInfo) hyp {
 // the doubted restore did not happen and rolling back Changed (hs[0]) is
 // right.
 func narrow(img image, fi *filterInfo, ri *recInfo, hs []hyp) ([]hyp, error) {
-	c, db := ri.changed, ri.doubt
-	if len(hs) != 2 || db == 0 || ri.word == 0 {
+	c, db := ri.Changed, ri.Doubt
+	if len(hs) != 2 || db == 0 || ri.Word == 0 {
 		return hs, nil
 	}
 	nwords := (fi.desc.Counters + 15) / 16
-	w := ri.word - 1
+	w := ri.Word - 1
 	if w >= nwords {
 		return hs, nil
 	}
@@ -155,8 +155,8 @@ func narrow(img image, fi *filterInfo, ri *recInfo, hs []hyp) ([]hyp, error) {
 		dir = -d // an undo step restoring the position
 	}
 	var pos [header.MaxK]uint64
-	counting4.Layout(fi.desc.LayoutID).Positions(ri.hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
-	nv, without := ri.newVal, ri.newVal
+	counting4.Layout(fi.desc.LayoutID).Positions(ri.Hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
+	nv, without := ri.New, ri.New
 	for m := db; m != 0; m &= m - 1 {
 		p := pos[bits.TrailingZeros64(m)]
 		if p>>4 != w {
@@ -256,7 +256,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 	for j, rr := range fi.recs {
 		recs[j] = &a.slots[rr.slot].recs[rr.rec]
 		hs[j] = hypsOf(recs[j])
-		if recs[j].doubt != 0 {
+		if recs[j].Doubt != 0 {
 			anyDoubt = true
 		}
 		nh, err := narrow(img, fi, recs[j], hs[j])
@@ -292,7 +292,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		// Every record's counters are known; only the item count is not.
 		choice = make([]hyp, len(recs))
 		for j, ri := range recs {
-			if ri.changed != 0 {
+			if ri.Changed != 0 {
 				choice[j] = hyp{complete: true}
 			}
 		}
@@ -348,7 +348,7 @@ func (res *resolution) apply(img image, fi *filterInfo, recs []*recInfo, choice 
 		switch {
 		case h.complete:
 			res.completed++
-		case ri.changed != 0 || ri.doubt != 0:
+		case ri.Changed != 0 || ri.Doubt != 0:
 			res.rolledBack++
 		default:
 			res.untouched++
@@ -358,7 +358,7 @@ func (res *resolution) apply(img image, fi *filterInfo, recs []*recInfo, choice 
 		}
 		// The record holds the key hash of the filter (salted for native
 		// filters, as keyHash computes it): positions come straight from it.
-		lay.Positions(ri.hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
+		lay.Positions(ri.Hash, fi.desc.Counters, fi.desc.K, pos[:fi.desc.K])
 		for m := h.rollback; m != 0; m &= m - 1 {
 			p := pos[bits.TrailingZeros64(m)]
 			off := fi.desc.Offset + int64(p>>4)*8
