@@ -138,11 +138,11 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
-	g, err := f.startOp(h.native)
+	g, err := f.w.startOp(f, h.native)
 	if err != nil {
 		return err
 	}
-	defer f.endOp(g)
+	defer f.w.endOp(f, g)
 	if c, err = f.current(); err != nil {
 		return err
 	}
@@ -199,43 +199,43 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 
 // addOnce is one attempt of an Add on chain c, step by step (see above).
 func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
-	m, late, sh := route(c, id, h.native) // route, admit
+	m, late, sh := route(f.w, c, id, h.native) // route, admit
 	if m == nil {
 		return retryFull, nil
 	}
 	if why, err := f.routed(m, late, sh); why != noRetry || err != nil {
 		return why, err
 	}
-	// Start the miss of the key's block now: the bookkeeping below
-	// overlaps it, where a load would hold up its locked instructions.
+	// Start the block's miss: the bookkeeping below overlaps a prefetch.
 	kh := m.keyHash(h)
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
 	// The record is published before the state word is read (the flush
 	// protocol's half of a Dekker handshake: a flush that froze writers
 	// then sees this operation in flight).
-	r := f.claimRecord(kh, header.OpAdd, m.idx)
+	w := f.w
+	r := w.claimRecord(f, kh, header.OpAdd, m.idx)
 	if m.gone() {
 		// Back out without touching its line again (its entry may be
 		// reused), and without releasing the admission (see routeAgain).
-		r.finish(false)
+		w.finish(r, false)
 		return retryGone, nil
 	}
 	why, err := noRetry, f.ensureDirty(m.mark)
 	if err == nil {
-		why = placeAdd(c, m, kh, id, late, r)
+		why = placeAdd(w, c, m, kh, id, late, r)
 	}
 	if why != noRetry || err != nil {
-		m.release(sh)
-		r.finish(false)
+		w.release(m, sh)
+		w.finish(r, false)
 		return why, err
 	}
 	rec := r.counters()
 	m.cf.AddProbe(pr, &rec)
 	// Count, then release the admission: never fewer than the Adds admitted.
-	m.count(1)
-	m.release(sh)
-	r.finish(true)
+	w.count(m, 1)
+	w.release(m, sh)
+	w.finish(r, true)
 	return noRetry, nil
 }
 
@@ -257,7 +257,7 @@ func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
 	case errors.Is(err, errRetired):
 		return retryGone, nil
 	}
-	m.release(sh)
+	f.w.release(m, sh)
 	return noRetry, err
 }
 
@@ -268,14 +268,14 @@ func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
 // would make Removes of other keys ambiguous). Any other Add widens the
 // range, which fails if a growth sealed the filter since the chain was
 // read: the Add raced it and moves to the new filter.
-func placeAdd(c *chain, m *member, kh, id uint64, late bool, r *record) retry {
+func placeAdd(w writer, c *chain, m *member, kh, id uint64, late bool, r *record) retry {
 	if late {
 		if m.ix.insert(kh, id, r) {
 			return noRetry
 		}
 		return retryIndexFull
 	}
-	if widen(m, id) {
+	if w.widen(m, id) {
 		return noRetry
 	}
 	if m == c.f[len(c.f)-1] {
@@ -338,31 +338,32 @@ func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry,
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
 	// Record first, then read the state word (see addOnce).
-	r := f.claimRecord(kh, header.OpRemove, m.idx)
+	w := f.w
+	r := w.claimRecord(f, kh, header.OpRemove, m.idx)
 	if m.gone() {
 		// The filter holding the key was retired since the chain was read:
 		// the key is gone with it. Or the file is being replaced: wait,
 		// and start over.
-		r.finish(false)
+		w.finish(r, false)
 		return noRetry, f.goneErr(ErrNotPresent)
 	}
 	if err := f.ensureDirty(m.mark); err != nil {
-		r.finish(false)
+		w.finish(r, false)
 		return noRetry, err
 	}
 	slot, ok := m.ix.claim(kh, id, e, r)
 	if !ok {
-		r.finish(false)
+		w.finish(r, false)
 		return retryLostClaim, nil
 	}
-	if !removeCounted(m, pr, r) {
+	if !removeCounted(w, m, pr, r) {
 		// The counters no longer hold the key (a damaged file: no change
 		// of this library's takes a late copy's counts without its entry).
 		m.ix.restore(kh, id, slot, e.fp)
-		r.finish(false)
+		w.finish(r, false)
 		return noRetry, ErrNotPresent
 	}
-	r.finish(true)
+	w.finish(r, true)
 	return noRetry, nil
 }
 
@@ -377,34 +378,35 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
 	// prefetch); the presence test follows. A Remove of an absent key then
 	// claims a record and gives it back, but makes no counter change and
 	// marks nothing dirty.
-	r := f.claimRecord(m.keyHash(h), header.OpRemove, m.idx)
+	w := f.w
+	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m.idx)
 	if m.gone() || !m.cf.ContainsProbe(pr) {
 		// Absent, or (gone) its filter was retired since the chain was
 		// read: the key is gone with it. Or the file is being replaced:
 		// wait, and start over.
-		r.finish(false)
+		w.finish(r, false)
 		return f.goneErr(ErrNotPresent)
 	}
 	if err := f.ensureDirty(m.mark); err != nil {
-		r.finish(false)
+		w.finish(r, false)
 		return err
 	}
-	if !removeCounted(m, pr, r) {
-		r.finish(false)
+	if !removeCounted(w, m, pr, r) {
+		w.finish(r, false)
 		return ErrNotPresent
 	}
-	r.finish(true)
+	w.finish(r, true)
 	return nil
 }
 
 // removeCounted takes the key of probe pr out of m's counters, if they all
 // hold it, and then one from m's item count.
-func removeCounted(m *member, pr counting4.Probe, r *record) bool {
+func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
 	rec := r.counters()
 	if !m.cf.RemoveProbe(pr, &rec) {
 		return false
 	}
-	m.uncount(atomic.LoadUint64(r.changed) != 0)
+	w.uncount(m, atomic.LoadUint64(r.changed) != 0)
 	return true
 }
 
@@ -532,22 +534,22 @@ func setLegacyRouting(on bool) { legacyRouting.Store(on) }
 //     late-add index, where Remove finds it. A filter without an index
 //     (the first, or one a 1.0 library appended) takes it as 1.0 did, by
 //     widening its range over an older one's.
-func route(c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
+func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
 	if legacyRouting.Load() {
-		return routeLegacy(c, id), false, nil
+		return routeLegacy(w, c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]
 	if id >= atomic.LoadUint64(n.minID) || !c.anySealed || id > c.frontier {
-		sh, ok := n.admitChunked(n.desc.Capacity, h)
+		sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 		if !ok {
 			return nil, false, nil
 		}
 		return n, false, sh
 	}
-	if m := routeSlack(c, id); m != nil {
+	if m := routeSlack(w, c, id); m != nil {
 		return m, false, nil
 	}
-	sh, ok := n.admitChunked(n.desc.Capacity, h)
+	sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 	if !ok {
 		return nil, false, nil
 	}
@@ -556,11 +558,11 @@ func route(c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
 
 // routeSlack returns the older filter whose sealed range holds id, with the
 // Add admitted to its slack, or nil.
-func routeSlack(c *chain, id uint64) *member {
+func routeSlack(w writer, c *chain, id uint64) *member {
 	for j := len(c.f) - 2; j >= 0; j-- {
 		m := c.f[j]
 		lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-		if lo <= id && id <= hi && m.admit(header.ItemLimit(m.desc.Capacity)) {
+		if lo <= id && id <= hi && w.admit(m, header.ItemLimit(m.desc.Capacity)) {
 			return m
 		}
 	}
@@ -569,14 +571,14 @@ func routeSlack(c *chain, id uint64) *member {
 
 // routeLegacy is version 1.0's routing: ids below the newest filter's range
 // and outside every older one's slack widen the newest's range.
-func routeLegacy(c *chain, id uint64) *member {
+func routeLegacy(w writer, c *chain, id uint64) *member {
 	n := c.f[len(c.f)-1]
 	if id < atomic.LoadUint64(n.minID) {
-		if m := routeSlack(c, id); m != nil {
+		if m := routeSlack(w, c, id); m != nil {
 			return m
 		}
 	}
-	if !n.admit(n.desc.Capacity) {
+	if !w.admit(n, n.desc.Capacity) {
 		return nil
 	}
 	return n
@@ -594,10 +596,7 @@ func routeLegacy(c *chain, id uint64) *member {
 // grow checks again under its lock). A writer that dies between admit and
 // unadmit leaves pending too high: the filter looks fuller, which is safe,
 // until Repair zeroes it.
-func (m *member) admit(limit uint64) bool {
-	if m.excl {
-		return m.admitExcl(limit)
-	}
+func (sharedWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
 	}
@@ -614,24 +613,7 @@ func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
 // widen extends the filter's id range to hold id, before the counters change,
 // so a Remove with that id (from any process) finds the filter. It fails if
 // the range would have to grow and the filter is sealed.
-func widen(m *member, id uint64) bool {
-	if m.excl {
-		// Nobody else widens or seals it: one read of each word.
-		v, lo := atomic.LoadUint64(m.maxID), atomic.LoadUint64(m.minID)
-		hi := v & header.MaxID
-		switch {
-		case id >= lo && id <= hi:
-			return true
-		case v&header.Sealed != 0:
-			return false
-		case id > hi:
-			counting4.StoreOrdered(m.maxID, id)
-		}
-		if id < lo {
-			counting4.StoreOrdered(m.minID, id)
-		}
-		return true
-	}
+func (sharedWriter) widen(m *member, id uint64) bool {
 	for {
 		v := atomic.LoadUint64(m.maxID)
 		if id <= v&header.MaxID {

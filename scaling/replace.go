@@ -235,7 +235,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path}
+	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path, w: sharedWriter{}}
 	defer func() {
 		if err != nil {
 			mf.Close()

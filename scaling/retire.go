@@ -46,12 +46,10 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 	if _, err := f.writableChain(); err != nil {
 		return 0, err
 	}
-	if f.excl {
-		// Its Dekker handshake with the records needs them in order
-		// (see claimRecord): none is in flight under wmu.
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-	}
+	// On an exclusive handle its Dekker handshake with the records needs
+	// them in order (see exclWriter.claimRecord): none is in flight under
+	// wmu.
+	defer f.w.holdOps(f)()
 	g, err := f.enter(0)
 	if err != nil {
 		return 0, err
