@@ -21,8 +21,8 @@ import (
 // exclusive handle is the file's only writer while it is open, so none
 // of that is needed:
 //
-//   - Across processes and handles it holds the file as a rewrite does
-//     (replace.go): the growth and flush locks, and the replaced word at
+//   - Across processes and handles it holds the freeze of a rewrite
+//     (stop.go): the growth and flush locks, and the replaced word at
 //     ReplaceFreezing, having waited for the live writers' operations in
 //     flight. Every other writer then waits for it (waitReplace: up to its
 //     LockTimeout, then ErrLockTimeout); lookups everywhere go on. Close
@@ -74,22 +74,15 @@ func (f *Filter) takeExclusive(flags uint64) error {
 		f.becomeExclusive(f.replaced)
 		return nil
 	}
-	if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
-		if errors.Is(err, ErrLockTimeout) {
-			return fmt.Errorf("%w: the growth lock was held for over %v (another exclusive handle, or a rewrite)", ErrBusy, f.timeout)
-		}
+	unlock, held, err := lockFreeze(f.file, f.timeout)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLockTimeout) && held == "growth":
+		return fmt.Errorf("%w: the growth lock was held for over %v (another exclusive handle, or a rewrite)", ErrBusy, f.timeout)
+	case errors.Is(err, ErrLockTimeout):
+		return fmt.Errorf("%w: the %s lock was held for over %v", ErrBusy, held, f.timeout)
+	default:
 		return err
-	}
-	if err := f.file.Lock(header.FlushLockOffset, true, f.timeout); err != nil {
-		f.file.Unlock(header.GrowthLockOffset)
-		if errors.Is(err, ErrLockTimeout) {
-			return fmt.Errorf("%w: the flush lock was held for over %v", ErrBusy, f.timeout)
-		}
-		return err
-	}
-	unlock := func() {
-		f.file.Unlock(header.FlushLockOffset)
-		f.file.Unlock(header.GrowthLockOffset)
 	}
 	// Holding the growth lock, a ReplaceFreezing was left by a holder that
 	// died; a ReplaceDone, or another file at the path, means this one was
@@ -102,9 +95,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 		}
 		return err
 	}
-	atomic.StoreUint64(f.replaced, header.ReplaceFreezing)
-	if _, err := f.waitRecords(^uint64(0)); err != nil {
-		atomic.StoreUint64(f.replaced, header.ReplaceNone)
+	if err := f.freeze(); err != nil {
 		unlock()
 		if errors.Is(err, ErrLockTimeout) {
 			err = fmt.Errorf("%w: other writers' operations still in flight after %v", ErrBusy, f.timeout)
