@@ -157,7 +157,7 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 //
 //	route   pick the filter (route, findLate, rangeTarget)
 //	admit   reserve the Add's place in it (inside route: admit, admitChunked)
-//	claim   publish the operation in a record (claimRecord)
+//	claim   start the block's miss, publish the operation in a record (claim)
 //	gate    read the state after the record is published (gone): back out
 //	        of a filter retired, or a file frozen, since the chain was read
 //	dirty   the dirty-first rule (ensureDirty)
@@ -206,15 +206,8 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 	if why, err := f.routed(m, late, sh); why != noRetry || err != nil {
 		return why, err
 	}
-	// Start the block's miss: the bookkeeping below overlaps a prefetch.
-	kh := m.keyHash(h)
-	pr := m.cf.Prepare(kh)
-	m.cf.PrefetchProbe(pr)
-	// The record is published before the state word is read (the flush
-	// protocol's half of a Dekker handshake: a flush that froze writers
-	// then sees this operation in flight).
+	kh, pr, r := f.claim(m, h, header.OpAdd)
 	w := f.w
-	r := w.claimRecord(f, kh, header.OpAdd, m.idx)
 	if m.gone() {
 		// Back out without touching its line again (its entry may be
 		// reused), and without releasing the admission (see routeAgain).
@@ -237,6 +230,20 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 	w.release(m, sh)
 	w.finish(r, true)
 	return noRetry, nil
+}
+
+// claim is the claim step of an operation op of the key of h on m: it
+// starts the miss of the key's block (the bookkeeping that follows
+// overlaps a prefetch, where a load would hold up its locked
+// instructions) and publishes the operation in a record. The caller reads
+// the state word next (the gate, gone; see stop.go): the record is
+// published first, so a flush, retirement or freeze that stops writers
+// sees this operation in flight, or it sees them.
+func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.Probe, r *record) {
+	kh = m.keyHash(h)
+	pr = m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	return kh, pr, f.w.claimRecord(f, kh, op, m.idx)
 }
 
 // routed runs once an Add is routed to m, before its record is claimed:
@@ -334,12 +341,8 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 // record says so (IndexDone): Repair puts the entry back for a Remove it
 // undoes (recover/lateindex.go).
 func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry, error) {
-	kh := m.keyHash(h)
-	pr := m.cf.Prepare(kh)
-	m.cf.PrefetchProbe(pr)
-	// Record first, then read the state word (see addOnce).
+	kh, pr, r := f.claim(m, h, header.OpRemove)
 	w := f.w
-	r := w.claimRecord(f, kh, header.OpRemove, m.idx)
 	if m.gone() {
 		// The filter holding the key was retired since the chain was read:
 		// the key is gone with it. Or the file is being replaced: wait,
