@@ -54,7 +54,6 @@ type member struct {
 
 	// An exclusive handle's member (exclusive.go): room is how many more
 	// Adds limit roomLimit admits.
-	excl            bool
 	room, roomLimit uint64
 }
 
@@ -104,9 +103,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
 		}
-		if f.excl {
-			f.makeMemberExclusive(mb)
-		}
+		f.w.adopt(f, mb)
 		if d.IndexBytes() > 0 {
 			if mb.ix, err = f.mapIndex(i, &d); err != nil {
 				return err
@@ -380,9 +377,10 @@ func (f *Filter) publish(m *header.Meta) error {
 // (replace.go). So lockGrowth waits in steps, and returns errRetry (having
 // waited for the rewrite as waitReplace does) rather than the lock if the
 // file has been, or is being, replaced.
-func (f *Filter) lockGrowth() (unlock func(), err error) {
-	if f.file == nil || f.excl {
-		// (An exclusive handle holds the file lock from Open to Close.)
+func (f *Filter) lockGrowth() (unlock func(), err error) { return f.w.lockGrowth(f) }
+
+func (sharedWriter) lockGrowth(f *Filter) (unlock func(), err error) {
+	if f.file == nil {
 		f.mu.Lock()
 		return f.mu.Unlock, nil
 	}

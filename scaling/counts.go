@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -60,17 +59,7 @@ func (f *Filter) lineItemCount(i int) uint64 {
 // count adds d to this handle's count on m (or to the line's items word for
 // a filter without counts). The handle's bit in the writers word is set
 // before its count first changes, so every reader sums the count.
-func (m *member) count(d int64) {
-	if m.excl && (m.own == nil || m.ownMarked.Load()) {
-		// Nobody else writes this count (nor, with no counts page, the
-		// items word): no read-modify-write needed.
-		p := m.own
-		if p == nil {
-			p = m.items
-		}
-		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
-		return
-	}
+func (sharedWriter) count(m *member, d int64) {
 	if m.own == nil {
 		atomic.AddUint64(m.items, uint64(d))
 		return
@@ -87,19 +76,13 @@ func (m *member) count(d int64) {
 // Adds changes nothing. A Remove that changed a counter (changed) took away
 // a count some Add put there, so it needs no check, and reads no other
 // writer's count.
-func (m *member) uncount(changed bool) {
+func (w sharedWriter) uncount(m *member, changed bool) {
 	if m.own == nil {
-		if m.excl {
-			if v := atomic.LoadUint64(m.items); int64(v) > 0 {
-				counting4.StoreOrdered(m.items, v-1)
-			}
-			return
-		}
 		decrementItems(m.items)
 		return
 	}
 	if !changed && m.itemCount() == 0 {
 		return
 	}
-	m.count(-1)
+	w.count(m, -1)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -20,8 +21,8 @@ import (
 // exclusive handle is the file's only writer while it is open, so none
 // of that is needed:
 //
-//   - Across processes and handles it holds the file as a rewrite does
-//     (replace.go): the growth and flush locks, and the replaced word at
+//   - Across processes and handles it holds the freeze of a rewrite
+//     (stop.go): the growth and flush locks, and the replaced word at
 //     ReplaceFreezing, having waited for the live writers' operations in
 //     flight. Every other writer then waits for it (waitReplace: up to its
 //     LockTimeout, then ErrLockTimeout); lookups everywhere go on. Close
@@ -38,10 +39,12 @@ import (
 //     with ordered plain stores, as is its op word (the Dekker handshakes
 //     it takes part in, with Flush, RetireBefore and Freeze, are with
 //     holders of wmu or of the locks this handle holds); admission is a
-//     count of the room left in process memory (admitExcl); the item
+//     count of the room left in process memory (exclWriter.admit); the item
 //     count and the id range are stored.
 //
-// The record protocol, the dirty-first rule, routing, growth and the
+// These are the methods of exclWriter, the handle's writer (writer.go
+// sets them beside the shared ones). The record protocol, the dirty-first
+// rule, routing, growth and the
 // late-add index are those of every handle, so a kill leaves what Repair
 // repairs exactly (TestMPExclusiveKill).
 //
@@ -71,22 +74,15 @@ func (f *Filter) takeExclusive(flags uint64) error {
 		f.becomeExclusive(f.replaced)
 		return nil
 	}
-	if err := f.file.Lock(header.GrowthLockOffset, true, f.timeout); err != nil {
-		if errors.Is(err, ErrLockTimeout) {
-			return fmt.Errorf("%w: the growth lock was held for over %v (another exclusive handle, or a rewrite)", ErrBusy, f.timeout)
-		}
+	unlock, held, err := lockFreeze(f.file, f.timeout)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrLockTimeout) && held == "growth":
+		return fmt.Errorf("%w: the growth lock was held for over %v (another exclusive handle, or a rewrite)", ErrBusy, f.timeout)
+	case errors.Is(err, ErrLockTimeout):
+		return fmt.Errorf("%w: the %s lock was held for over %v", ErrBusy, held, f.timeout)
+	default:
 		return err
-	}
-	if err := f.file.Lock(header.FlushLockOffset, true, f.timeout); err != nil {
-		f.file.Unlock(header.GrowthLockOffset)
-		if errors.Is(err, ErrLockTimeout) {
-			return fmt.Errorf("%w: the flush lock was held for over %v", ErrBusy, f.timeout)
-		}
-		return err
-	}
-	unlock := func() {
-		f.file.Unlock(header.FlushLockOffset)
-		f.file.Unlock(header.GrowthLockOffset)
 	}
 	// Holding the growth lock, a ReplaceFreezing was left by a holder that
 	// died; a ReplaceDone, or another file at the path, means this one was
@@ -99,9 +95,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 		}
 		return err
 	}
-	atomic.StoreUint64(f.replaced, header.ReplaceFreezing)
-	if _, err := f.waitRecords(^uint64(0)); err != nil {
-		atomic.StoreUint64(f.replaced, header.ReplaceNone)
+	if err := f.freeze(); err != nil {
 		unlock()
 		if errors.Is(err, ErrLockTimeout) {
 			err = fmt.Errorf("%w: other writers' operations still in flight after %v", ErrBusy, f.timeout)
@@ -112,31 +106,69 @@ func (f *Filter) takeExclusive(flags uint64) error {
 	return nil
 }
 
-// becomeExclusive switches f, not yet shared, to the exclusive paths;
+// becomeExclusive makes f, not yet shared, the exclusive writer (w);
 // shared is the file's replaced word.
 func (f *Filter) becomeExclusive(shared *uint64) {
 	f.sharedReplaced, f.replaced = shared, &f.noReplace
-	f.excl = true
-	f.rec[0].excl = true
+	f.w = exclWriter{}
 	if c := f.chain.Load(); c != nil {
 		for _, m := range c.f {
-			f.makeMemberExclusive(m)
+			f.w.adopt(f, m)
 		}
 	}
 }
 
-// makeMemberExclusive points m at the handle's own replaced word and makes
-// its counter updates plain stores.
-func (f *Filter) makeMemberExclusive(m *member) {
+// isExclusive reports whether f is the exclusive writer (tests).
+func (f *Filter) isExclusive() bool {
+	_, ok := f.w.(exclWriter)
+	return ok
+}
+
+// exclWriter is the writer of an exclusive handle (see writer.go).
+type exclWriter struct{}
+
+// adopt points m at the handle's own replaced word and makes its counter
+// updates plain stores.
+func (exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
-	m.excl = true
 	m.cf.SetExclusive(true)
 }
 
-// endExclusive lets the other writers go on: at Close, once no operation
+// startOp takes wmu: one modification at a time; shutdown takes wmu after
+// it sets closed.
+func (exclWriter) startOp(f *Filter, _ uint64) (*guard, error) {
+	f.wmu.Lock()
+	if f.closed.Load() {
+		f.wmu.Unlock()
+		return nil, ErrClosed
+	}
+	return nil, nil
+}
+
+func (exclWriter) endOp(f *Filter, _ *guard) { f.wmu.Unlock() }
+
+// holdOps takes wmu: no modification of the handle is in flight, or
+// starts, until unlock.
+func (exclWriter) holdOps(f *Filter) (unlock func()) {
+	f.wmu.Lock()
+	return f.wmu.Unlock
+}
+
+// lockFlush takes wmu: no record of the handle is in flight while it
+// holds it, and it holds the file's flush lock already.
+func (w exclWriter) lockFlush(f *Filter) (unlock func(), err error) { return w.holdOps(f), nil }
+
+// lockGrowth takes mu only: the handle holds the file's growth lock from
+// Open to Close.
+func (exclWriter) lockGrowth(f *Filter) (unlock func(), err error) {
+	f.mu.Lock()
+	return f.mu.Unlock, nil
+}
+
+// closeWriter lets the other writers go on: at Close, once no operation
 // of this handle is in flight.
-func (f *Filter) endExclusive() {
-	if !f.excl || f.file == nil {
+func (exclWriter) closeWriter(f *Filter) {
+	if f.file == nil {
 		return
 	}
 	atomic.StoreUint64(f.sharedReplaced, header.ReplaceNone)
@@ -144,11 +176,11 @@ func (f *Filter) endExclusive() {
 	f.file.Unlock(header.GrowthLockOffset)
 }
 
-// admitExcl is admit for an exclusive handle: nobody else adds, so the
-// room left under limit is counted (items and the pending reservations
-// other handles left) when it is first needed, and again when it runs out
-// (Removes since may have made room), and in process memory in between.
-func (m *member) admitExcl(limit uint64) bool {
+// admit: nobody else adds, so the room left under limit is counted (items
+// and the pending reservations other handles left) when it is first
+// needed, and again when it runs out (Removes since may have made room),
+// and in process memory in between.
+func (exclWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
 	}
@@ -162,3 +194,70 @@ func (m *member) admitExcl(limit uint64) bool {
 	m.room--
 	return true
 }
+
+// admitChunked is admit: nothing is reserved in the pending word.
+func (w exclWriter) admitChunked(m *member, limit, _ uint64) (*quotaShard, bool) {
+	return nil, w.admit(m, limit)
+}
+
+func (exclWriter) release(*member, *quotaShard) {} // admit reserves nothing
+
+// widen: nobody else widens or seals the range: one read of each word.
+func (exclWriter) widen(m *member, id uint64) bool {
+	v, lo := atomic.LoadUint64(m.maxID), atomic.LoadUint64(m.minID)
+	hi := v & header.MaxID
+	switch {
+	case id >= lo && id <= hi:
+		return true
+	case v&header.Sealed != 0:
+		return false
+	case id > hi:
+		counting4.StoreOrdered(m.maxID, id)
+	}
+	if id < lo {
+		counting4.StoreOrdered(m.minID, id)
+	}
+	return true
+}
+
+// count: nobody else writes the handle's count (nor, with no counts page,
+// the items word): no read-modify-write needed, once the handle's bit is
+// in the writers word.
+func (exclWriter) count(m *member, d int64) {
+	if m.own != nil && !m.ownMarked.Load() {
+		sharedWriter{}.count(m, d)
+		return
+	}
+	p := m.own
+	if p == nil {
+		p = m.items
+	}
+	counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
+}
+
+// uncount is sharedWriter.uncount with count's stores.
+func (w exclWriter) uncount(m *member, changed bool) {
+	if m.own == nil {
+		if v := atomic.LoadUint64(m.items); int64(v) > 0 {
+			counting4.StoreOrdered(m.items, v-1)
+		}
+		return
+	}
+	if !changed && m.itemCount() == 0 {
+		return
+	}
+	w.count(m, -1)
+}
+
+// claimRecord takes record 0, under wmu; every Dekker handshake its op
+// word takes part in is with a holder of wmu or of this handle's file
+// locks: ordered plain stores.
+func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
+	r := &f.rec[0]
+	counting4.StoreOrdered(r.hash, h)
+	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Begin(op, filter)))
+	return r
+}
+
+// finish completes the operation; record 0 stays the handle's.
+func (exclWriter) finish(r *record, completed bool) { r.end(completed) }

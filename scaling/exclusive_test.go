@@ -43,8 +43,8 @@ func TestExclusiveEqualsShared(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if f.excl != excl {
-					t.Fatalf("exclusive: %v, want %v", f.excl, excl)
+				if f.isExclusive() != excl {
+					t.Fatalf("exclusive: %v, want %v", f.isExclusive(), excl)
 				}
 				return f
 			}

@@ -32,12 +32,13 @@ type Filter struct {
 	words     seqnum.Words
 	published *uint64 // the chain's end: filters ever appended
 	retired   *uint64 // filters ever retired from the chain's front
-	replaced  *uint64 // the replaced word (see replace.go); noReplace if excl
+	replaced  *uint64 // the replaced word (see replace.go); noReplace if exclusive
 
-	// An exclusive handle (exclusive.go): excl is set once, before the
-	// handle is shared; wmu serialises its modifications; sharedReplaced
-	// is the file's replaced word, noReplace the one the handle reads.
-	excl           bool
+	// w is the handle's writer (writer.go), chosen before it is shared.
+	// An exclusive handle (exclusive.go): wmu serialises its
+	// modifications; sharedReplaced is the file's replaced word,
+	// noReplace the one the handle reads.
+	w              writer
 	wmu            sync.Mutex
 	sharedReplaced *uint64
 	noReplace      uint64
@@ -128,8 +129,7 @@ type record struct {
 	newVal  *uint64     // evidence: the value that CAS stores
 	ixSlot  *uint64     // late-add index entry the operation changes, + 1 (0: none)
 	ixFP    *uint64     // the fingerprint that entry holds
-	busy    atomic.Bool // claimed by a goroutine of this handle
-	excl    bool        // the record of an exclusive handle: claimed under wmu
+	busy    atomic.Bool // claimed by a goroutine of a shared handle
 }
 
 // Create creates a new file at path with the given options (nil = defaults)
@@ -266,7 +266,7 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 			m.Flags |= header.FlagExtras
 		}
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
 	f.setBootID(o.BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
@@ -354,7 +354,7 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
@@ -670,11 +670,8 @@ func (f *Filter) shutdown() {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
-	if f.excl {
-		// Its modifications hold wmu and see closed under it.
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-	}
+	// (An exclusive handle's modifications hold wmu and see closed under it.)
+	defer f.w.holdOps(f)()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c := f.chain.Load(); c != nil && !f.ro {
@@ -683,7 +680,7 @@ func (f *Filter) shutdown() {
 		}
 	}
 	f.releaseSlot()
-	f.endExclusive()
+	f.w.closeWriter(f)
 	keep := f.chain.Swap(nil).keep
 	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
 		if !skipDetachedMark.Load() {
@@ -698,29 +695,11 @@ func (f *Filter) shutdown() {
 }
 
 // startOp begins a modification so that Close waits for it, and fails
-// once the Filter is closed: it takes wmu on an exclusive handle (one
-// modification at a time; shutdown takes wmu after it sets closed), and
-// registers a guard (enter) on a shared one, which it returns. endOp ends
-// it.
-func (f *Filter) startOp(h uint64) (*guard, error) {
-	if !f.excl {
-		return f.enter(h)
-	}
-	f.wmu.Lock()
-	if f.closed.Load() {
-		f.wmu.Unlock()
-		return nil, ErrClosed
-	}
-	return nil, nil
-}
+// once the Filter is closed: a shared handle registers a guard (enter),
+// which it returns. endOp ends it.
+func (sharedWriter) startOp(f *Filter, h uint64) (*guard, error) { return f.enter(h) }
 
-func (f *Filter) endOp(g *guard) {
-	if g == nil {
-		f.wmu.Unlock()
-		return
-	}
-	g.n.Add(-1)
-}
+func (sharedWriter) endOp(_ *Filter, g *guard) { g.n.Add(-1) }
 
 // enter registers an operation so that Close waits for it; it fails once
 // the Filter is closed.

@@ -47,28 +47,11 @@ func (f *Filter) flush() error {
 	if f.syncFailed.Load() {
 		return ErrSyncFailed
 	}
-	if f.excl {
-		// No record of this handle is in flight while it holds wmu; it
-		// holds the flush lock already.
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-	} else if f.file != nil {
-		// One flush at a time per file, across handles and processes:
-		// EndFlush cannot tell another flush's Flushing state from its own.
-		// The lock is the descriptor's, so flushMu serialises this
-		// handle's flushes. Both are taken before mu: a flush waiting for
-		// another process's flush (or an exclusive writer) must not hold
-		// up the lookups that refresh the chain under mu.
-		f.flushMu.Lock()
-		defer f.flushMu.Unlock()
-		if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {
-			return fmt.Errorf("flush lock: %w", err)
-		}
-		defer f.file.Unlock(header.MetaBOffset)
-		if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
-			return errRetry // a rewrite began meanwhile: wait for it (above)
-		}
+	unlock, err := f.w.lockFlush(f)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.chain.Load() == nil { // closed while waiting for the lock
@@ -102,6 +85,32 @@ func (f *Filter) flush() error {
 		}
 	}
 	return nil
+}
+
+// lockFlush takes the file's flush lock: one flush at a time per file,
+// across handles and processes (EndFlush cannot tell another flush's
+// Flushing state from its own). The lock is the descriptor's, so flushMu
+// serialises this handle's flushes. Both are taken before mu: a flush
+// waiting for another process's flush (or an exclusive writer) must not
+// hold up the lookups that refresh the chain under mu.
+func (sharedWriter) lockFlush(f *Filter) (unlock func(), err error) {
+	if f.file == nil {
+		return func() {}, nil
+	}
+	f.flushMu.Lock()
+	if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {
+		f.flushMu.Unlock()
+		return nil, fmt.Errorf("flush lock: %w", err)
+	}
+	unlock = func() {
+		f.file.Unlock(header.MetaBOffset)
+		f.flushMu.Unlock()
+	}
+	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
+		unlock()
+		return nil, errRetry // a rewrite began meanwhile: wait for it (see flush)
+	}
+	return unlock, nil
 }
 
 // recordTotals reads the op word of every record of every slot once: the

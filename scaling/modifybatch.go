@@ -71,11 +71,11 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 	if err != nil {
 		return err
 	}
-	g, err := f.startOp(0) // one for the whole batch
+	g, err := f.w.startOp(f, 0) // one for the whole batch
 	if err != nil {
 		return err
 	}
-	defer f.endOp(g)
+	defer f.w.endOp(f, g)
 	var ring [modifyAhead]hashes
 	n := len(keys)
 	for j := range min(n, modifyAhead) {

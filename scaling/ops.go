@@ -138,11 +138,11 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
-	g, err := f.startOp(h.native)
+	g, err := f.w.startOp(f, h.native)
 	if err != nil {
 		return err
 	}
-	defer f.endOp(g)
+	defer f.w.endOp(f, g)
 	if c, err = f.current(); err != nil {
 		return err
 	}
@@ -152,116 +152,171 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 	return f.remove(c, h, id)
 }
 
+// An Add or a Remove is a row of named steps, each its own function or
+// call, in this order:
+//
+//	route   pick the filter (route, findLate, rangeTarget)
+//	admit   reserve the Add's place in it (inside route: admit, admitChunked)
+//	claim   start the block's miss, publish the operation in a record (claim)
+//	gate    read the state after the record is published (gone): back out
+//	        of a filter retired, or a file frozen, since the chain was read
+//	dirty   the dirty-first rule (ensureDirty)
+//	range   where a Remove will find it: the id range (widen) or the
+//	        late-add index entry (insert; a Remove claims it)
+//	apply   change the counters (AddProbe, RemoveProbe)
+//	count   the item count (count, uncount), then release the admission
+//	finish  make the record idle again (finish)
+//
+// A step that cannot go on with the chain it has says why, as a retry, and
+// the operation starts over with the chain that reason leads to (retryWith).
+
+// retry is why an attempt at an operation starts over: noRetry is none.
+type retry int
+
+const (
+	noRetry        retry = iota
+	retryFull            // the newest filter is full, or sealed by a growth: grow (growFull)
+	retryIndexFull       // the pair's probe window in the late-add index is full: grow (growIndexFull)
+	retrySealed          // an older filter was sealed by a growth since the chain was read: refresh
+	retryGone            // the filter was retired, or the file is being replaced: routeAgain
+	retryLostClaim       // a concurrent Remove claimed the late-add entry first: look again
+)
+
 func (f *Filter) add(c *chain, h hashes, id uint64) error {
 	if id > header.MaxID {
 		return fmt.Errorf("%w: id %d is above 2^63-1", ErrInvalidID, id)
 	}
-	var m *member
-	var r *record
-	var late bool
-	var sh *quotaShard
-	var pr counting4.Probe
 	for {
-		if m, late, sh = route(c, id, h.native); m == nil {
-			// The newest filter is full: append one (or find that another
-			// handle did) and route again.
-			if err := f.grow(c.end, growFull); err != nil {
-				return err
-			}
-		} else {
-			// Start the miss of the key's block now: the bookkeeping below
-			// (record, dirty mark, id range) overlaps it, where a load would
-			// hold up the locked instructions that follow.
-			if routeHook != nil {
-				routeHook(m)
-			}
-			if late {
-				// The index gets its blocks before the record is claimed:
-				// allocIndex may wait for the growth lock, and a retirement
-				// or growth holding it may be waiting for this handle's
-				// records to finish.
-				if err := f.allocIndex(m); err != nil {
-					if !errors.Is(err, errRetired) {
-						m.release(sh)
-						return err
-					}
-					if c, err = f.routeAgain(); err != nil {
-						return err
-					}
-					continue
-				}
-			}
-			kh := m.keyHash(h)
-			pr = m.cf.Prepare(kh)
-			m.cf.PrefetchProbe(pr)
-			// The record is published before the state word is read (the
-			// flush protocol's half of a Dekker handshake: a flush that froze
-			// writers then sees this operation in flight).
-			r = f.claimRecord(kh, header.OpAdd, m.idx)
-			if m.gone() {
-				// Retired since the chain was read: back out without
-				// touching its line again (its entry may be reused) and
-				// route again.
-				r.finish(false)
-				var err error
-				if c, err = f.routeAgain(); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := f.ensureDirty(m.mark); err != nil {
-				m.release(sh)
-				r.finish(false)
-				return err
-			}
-			if late {
-				// A late Add leaves its id range alone and records itself
-				// in the filter's index instead, before the counters change
-				// (so a Remove from any process finds it).
-				if m.ix.insert(kh, id, r) {
-					break
-				}
-				// The pair's probe window is full: never widen the range
-				// over an older filter's (Removes of other keys would be
-				// ambiguous); a new filter takes it (see grow).
-				m.release(sh)
-				r.finish(false)
-				if err := f.grow(c.end, growIndexFull); err != nil {
-					return err
-				}
-			} else {
-				if widen(m, id) {
-					break
-				}
-				m.release(sh)
-				r.finish(false)
-				// The filter was sealed by a growth since this chain was
-				// read: this Add raced it and is moved to the new filter.
-				if m == c.f[len(c.f)-1] {
-					// The newest filter is sealed: a growth is being
-					// published (or its process died): finish it, find it,
-					// or (a sealed newest filter with nothing after it)
-					// append one.
-					if err := f.grow(c.end, growFull); err != nil {
-						return err
-					}
-				} else if err := f.refresh(); err != nil {
-					return err
-				}
-			}
+		why, err := f.addOnce(c, h, id)
+		if why == noRetry || err != nil {
+			return err
 		}
-		var err error
-		if c, err = f.current(); err != nil {
+		if c, err = f.retryWith(c, why); err != nil {
 			return err
 		}
 	}
-	m.cf.AddProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
-	// The item count first, then the admission is released: the two never
-	// count less than the Adds admitted.
-	m.count(1)
-	m.release(sh)
-	r.finish(true)
-	return nil
+}
+
+// addOnce is one attempt of an Add on chain c, step by step (see above).
+func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
+	m, late, sh := route(f.w, c, id, h.native) // route, admit
+	if m == nil {
+		return retryFull, nil
+	}
+	if why, err := f.routed(m, late, sh); why != noRetry || err != nil {
+		return why, err
+	}
+	kh, pr, r := f.claim(m, h, header.OpAdd)
+	w := f.w
+	if m.gone() {
+		// Back out without touching its line again (its entry may be
+		// reused), and without releasing the admission (see routeAgain).
+		w.finish(r, false)
+		return retryGone, nil
+	}
+	why, err := noRetry, f.ensureDirty(m.mark)
+	if err == nil {
+		why = placeAdd(w, c, m, kh, id, late, r)
+	}
+	if why != noRetry || err != nil {
+		w.release(m, sh)
+		w.finish(r, false)
+		return why, err
+	}
+	rec := r.counters()
+	m.cf.AddProbe(pr, &rec)
+	// Count, then release the admission: never fewer than the Adds admitted.
+	w.count(m, 1)
+	w.release(m, sh)
+	w.finish(r, true)
+	return noRetry, nil
+}
+
+// claim is the claim step of an operation op of the key of h on m: it
+// starts the miss of the key's block (the bookkeeping that follows
+// overlaps a prefetch, where a load would hold up its locked
+// instructions) and publishes the operation in a record. The caller reads
+// the state word next (the gate, gone; see stop.go): the record is
+// published first, so a flush, retirement or freeze that stops writers
+// sees this operation in flight, or it sees them.
+func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.Probe, r *record) {
+	kh = m.keyHash(h)
+	pr = m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	return kh, pr, f.w.claimRecord(f, kh, op, m.idx)
+}
+
+// routed runs once an Add is routed to m, before its record is claimed:
+// the test hook, and for a late Add (late) the index's blocks. allocIndex
+// may wait for the growth lock, and a retirement or growth holding it may
+// be waiting for this handle's records to finish.
+func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
+	if routeHook != nil {
+		routeHook(m)
+	}
+	if !late {
+		return noRetry, nil
+	}
+	err := f.allocIndex(m)
+	switch {
+	case err == nil:
+		return noRetry, nil
+	case errors.Is(err, errRetired):
+		return retryGone, nil
+	}
+	f.w.release(m, sh)
+	return noRetry, err
+}
+
+// placeAdd records the Add where a Remove from any process finds it, before
+// the counters change. A late Add leaves the id range alone and records
+// itself in the filter's index; if the pair's probe window is full, a new
+// filter takes it (never a range widened over an older filter's, which
+// would make Removes of other keys ambiguous). Any other Add widens the
+// range, which fails if a growth sealed the filter since the chain was
+// read: the Add raced it and moves to the new filter.
+func placeAdd(w writer, c *chain, m *member, kh, id uint64, late bool, r *record) retry {
+	if late {
+		if m.ix.insert(kh, id, r) {
+			return noRetry
+		}
+		return retryIndexFull
+	}
+	if w.widen(m, id) {
+		return noRetry
+	}
+	if m == c.f[len(c.f)-1] {
+		// The newest filter is sealed: a growth is being published (or its
+		// process died): grow finishes it, finds it, or (a sealed newest
+		// filter with nothing after it) appends one.
+		return retryFull
+	}
+	return retrySealed
+}
+
+// retryWith is the chain an operation starts over with after an attempt
+// on c returned why.
+func (f *Filter) retryWith(c *chain, why retry) (*chain, error) {
+	var err error
+	switch why {
+	case retryFull:
+		err = f.grow(c.end, growFull)
+	case retryIndexFull:
+		err = f.grow(c.end, growIndexFull)
+	case retrySealed:
+		err = f.refresh()
+	case retryGone:
+		return f.routeAgain()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f.current()
+}
+
+// counters is the record as counting4 writes it.
+func (r *record) counters() counting4.Record {
+	return counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}
 }
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
@@ -275,117 +330,124 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 		if !late {
 			return f.removeInRange(c, h, id)
 		}
-		if err := f.removeLate(m, h, id, e); err != errLostClaim {
+		if why, err := f.removeLate(m, h, id, e); why != retryLostClaim {
 			return err
 		}
 	}
 }
 
-// errLostClaim: a concurrent Remove of the same pair claimed the late-add
-// index entry first. It never leaves the package.
-var errLostClaim = errors.New("dablooms: late-add entry claimed by another Remove")
-
 // removeLate removes the late Add of (key, id) whose index entry in m is e.
 // The entry is claimed (cleared) before the counters change, and the
 // record says so (IndexDone): Repair puts the entry back for a Remove it
 // undoes (recover/lateindex.go).
-func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) error {
-	kh := m.keyHash(h)
-	pr := m.cf.Prepare(kh)
-	m.cf.PrefetchProbe(pr)
-	// Record first, then read the state word (see add).
-	r := f.claimRecord(kh, header.OpRemove, m.idx)
+func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry, error) {
+	kh, pr, r := f.claim(m, h, header.OpRemove)
+	w := f.w
 	if m.gone() {
 		// The filter holding the key was retired since the chain was read:
-		// the key is gone with it (see add). Or the file is being replaced:
-		// wait, and start over.
-		r.finish(false)
-		return f.goneErr(ErrNotPresent)
+		// the key is gone with it. Or the file is being replaced: wait,
+		// and start over.
+		w.finish(r, false)
+		return noRetry, f.goneErr(ErrNotPresent)
 	}
 	if err := f.ensureDirty(m.mark); err != nil {
-		r.finish(false)
-		return err
+		w.finish(r, false)
+		return noRetry, err
 	}
 	slot, ok := m.ix.claim(kh, id, e, r)
 	if !ok {
-		r.finish(false)
-		return errLostClaim
+		w.finish(r, false)
+		return retryLostClaim, nil
 	}
-	if !m.cf.RemoveProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
+	if !removeCounted(w, m, pr, r) {
 		// The counters no longer hold the key (a damaged file: no change
 		// of this library's takes a late copy's counts without its entry).
 		m.ix.restore(kh, id, slot, e.fp)
-		r.finish(false)
+		w.finish(r, false)
+		return noRetry, ErrNotPresent
+	}
+	w.finish(r, true)
+	return noRetry, nil
+}
+
+// removeInRange removes key from the filter whose id range holds id.
+func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
+	m, pr, err := rangeTarget(c, h, id)
+	if err != nil {
+		return err
+	}
+	// The record is claimed while the block's miss is pending (a locked
+	// instruction would wait for a load of the block, not for a
+	// prefetch); the presence test follows. A Remove of an absent key then
+	// claims a record and gives it back, but makes no counter change and
+	// marks nothing dirty.
+	w := f.w
+	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m.idx)
+	if m.gone() || !m.cf.ContainsProbe(pr) {
+		// Absent, or (gone) its filter was retired since the chain was
+		// read: the key is gone with it. Or the file is being replaced:
+		// wait, and start over.
+		w.finish(r, false)
+		return f.goneErr(ErrNotPresent)
+	}
+	if err := f.ensureDirty(m.mark); err != nil {
+		w.finish(r, false)
+		return err
+	}
+	if !removeCounted(w, m, pr, r) {
+		w.finish(r, false)
 		return ErrNotPresent
 	}
-	m.uncount(atomic.LoadUint64(r.changed) != 0)
-	r.finish(true)
+	w.finish(r, true)
 	return nil
 }
 
-// removeInRange removes key from the filter whose id range holds id. If
-// several ranges hold it (a file a 1.0 library grew), the key must be in
-// exactly one of them: decrementing the wrong one would take counts from
-// other keys, so it refuses rather than guess.
-func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
+// removeCounted takes the key of probe pr out of m's counters, if they all
+// hold it, and then one from m's item count.
+func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
+	rec := r.counters()
+	if !m.cf.RemoveProbe(pr, &rec) {
+		return false
+	}
+	w.uncount(m, atomic.LoadUint64(r.changed) != 0)
+	return true
+}
+
+// rangeTarget returns the filter whose id range holds id and (for a file
+// a 1.0 library grew, where several ranges may hold it) whose counters
+// hold the key, with the key's probe prepared and its block's miss
+// started. Where several ranges hold id the key must be in exactly one of
+// them: decrementing the wrong one would take counts from other keys, so
+// it refuses rather than guess (ErrAmbiguous).
+func rangeTarget(c *chain, h hashes, id uint64) (*member, counting4.Probe, error) {
+	only, n := inRange(c, id)
+	switch n {
+	case 0:
+		return nil, counting4.Probe{}, ErrNotPresent
+	case 1:
+		// (Always so in a file this version wrote.)
+		pr := only.cf.Prepare(only.keyHash(h))
+		only.cf.PrefetchProbe(pr)
+		return only, pr, nil
+	}
 	var target *member
 	var pr counting4.Probe
-	var r *record
-	switch only, n := inRange(c, id); {
-	case n == 0:
-		return ErrNotPresent
-	case n == 1:
-		// One filter's range holds id (always so in a file this version
-		// wrote): start the miss of the key's block, and claim the record
-		// while it is pending (a locked instruction would wait for a load
-		// of the block, not for a prefetch); the presence test follows.
-		// A Remove of an absent key then claims a record and gives it
-		// back, but makes no counter change and marks nothing dirty.
-		pr = only.cf.Prepare(only.keyHash(h))
-		only.cf.PrefetchProbe(pr)
-		if r = f.claimRecord(only.keyHash(h), header.OpRemove, only.idx); only.gone() || !only.cf.ContainsProbe(pr) {
-			// Absent, or (gone) its filter was retired since the chain
-			// was read: the key is gone with it (see add). Or the file
-			// is being replaced: wait, and start over.
-			r.finish(false)
-			return f.goneErr(ErrNotPresent)
+	for i := len(c.f) - 1; i >= 0; i-- {
+		m := c.f[i]
+		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
+			continue
 		}
-		target = only
-	default:
-		for i := len(c.f) - 1; i >= 0; i-- {
-			m := c.f[i]
-			if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
-				continue
+		if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
+			if target != nil {
+				return nil, counting4.Probe{}, ErrAmbiguous
 			}
-			if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
-				if target != nil {
-					return ErrAmbiguous
-				}
-				target, pr = m, p
-			}
-		}
-		if target == nil {
-			return ErrNotPresent
-		}
-		// Record first, then read the state word (see add).
-		r = f.claimRecord(target.keyHash(h), header.OpRemove, target.idx)
-		if target.gone() {
-			r.finish(false)
-			return f.goneErr(ErrNotPresent)
+			target, pr = m, p
 		}
 	}
-	m := target
-	if err := f.ensureDirty(m.mark); err != nil {
-		r.finish(false)
-		return err
+	if target == nil {
+		return nil, counting4.Probe{}, ErrNotPresent
 	}
-	if !m.cf.RemoveProbe(pr, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}) {
-		r.finish(false)
-		return ErrNotPresent
-	}
-	m.uncount(atomic.LoadUint64(r.changed) != 0)
-	r.finish(true)
-	return nil
+	return target, pr, nil
 }
 
 // inRange returns how many filters' id ranges hold id (0, 1, or 2 for
@@ -475,22 +537,22 @@ func setLegacyRouting(on bool) { legacyRouting.Store(on) }
 //     late-add index, where Remove finds it. A filter without an index
 //     (the first, or one a 1.0 library appended) takes it as 1.0 did, by
 //     widening its range over an older one's.
-func route(c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
+func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
 	if legacyRouting.Load() {
-		return routeLegacy(c, id), false, nil
+		return routeLegacy(w, c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]
 	if id >= atomic.LoadUint64(n.minID) || !c.anySealed || id > c.frontier {
-		sh, ok := n.admitChunked(n.desc.Capacity, h)
+		sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 		if !ok {
 			return nil, false, nil
 		}
 		return n, false, sh
 	}
-	if m := routeSlack(c, id); m != nil {
+	if m := routeSlack(w, c, id); m != nil {
 		return m, false, nil
 	}
-	sh, ok := n.admitChunked(n.desc.Capacity, h)
+	sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 	if !ok {
 		return nil, false, nil
 	}
@@ -499,11 +561,11 @@ func route(c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
 
 // routeSlack returns the older filter whose sealed range holds id, with the
 // Add admitted to its slack, or nil.
-func routeSlack(c *chain, id uint64) *member {
+func routeSlack(w writer, c *chain, id uint64) *member {
 	for j := len(c.f) - 2; j >= 0; j-- {
 		m := c.f[j]
 		lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
-		if lo <= id && id <= hi && m.admit(header.ItemLimit(m.desc.Capacity)) {
+		if lo <= id && id <= hi && w.admit(m, header.ItemLimit(m.desc.Capacity)) {
 			return m
 		}
 	}
@@ -512,14 +574,14 @@ func routeSlack(c *chain, id uint64) *member {
 
 // routeLegacy is version 1.0's routing: ids below the newest filter's range
 // and outside every older one's slack widen the newest's range.
-func routeLegacy(c *chain, id uint64) *member {
+func routeLegacy(w writer, c *chain, id uint64) *member {
 	n := c.f[len(c.f)-1]
 	if id < atomic.LoadUint64(n.minID) {
-		if m := routeSlack(c, id); m != nil {
+		if m := routeSlack(w, c, id); m != nil {
 			return m
 		}
 	}
-	if !n.admit(n.desc.Capacity) {
+	if !w.admit(n, n.desc.Capacity) {
 		return nil
 	}
 	return n
@@ -537,10 +599,7 @@ func routeLegacy(c *chain, id uint64) *member {
 // grow checks again under its lock). A writer that dies between admit and
 // unadmit leaves pending too high: the filter looks fuller, which is safe,
 // until Repair zeroes it.
-func (m *member) admit(limit uint64) bool {
-	if m.excl {
-		return m.admitExcl(limit)
-	}
+func (sharedWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
 	}
@@ -557,24 +616,7 @@ func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
 // widen extends the filter's id range to hold id, before the counters change,
 // so a Remove with that id (from any process) finds the filter. It fails if
 // the range would have to grow and the filter is sealed.
-func widen(m *member, id uint64) bool {
-	if m.excl {
-		// Nobody else widens or seals it: one read of each word.
-		v, lo := atomic.LoadUint64(m.maxID), atomic.LoadUint64(m.minID)
-		hi := v & header.MaxID
-		switch {
-		case id >= lo && id <= hi:
-			return true
-		case v&header.Sealed != 0:
-			return false
-		case id > hi:
-			counting4.StoreOrdered(m.maxID, id)
-		}
-		if id < lo {
-			counting4.StoreOrdered(m.minID, id)
-		}
-		return true
-	}
+func (sharedWriter) widen(m *member, id uint64) bool {
 	for {
 		v := atomic.LoadUint64(m.maxID)
 		if id <= v&header.MaxID {

@@ -54,10 +54,7 @@ func quotaChunk(c uint64) uint64 {
 // this handle's reservation, reserving a new chunk when it is used up. It
 // returns the shard the admission came from, or nil if it was admitted one
 // at a time (admit) or not at all (ok false).
-func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) {
-	if m.excl {
-		return nil, m.admitExcl(limit)
-	}
+func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quotaShard, ok bool) {
 	if m.gone() {
 		return nil, false // the caller grows, which finds the new chain
 	}
@@ -65,7 +62,7 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 	if chunk < 2 || atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
 		// (No reservation on a sealed filter: a chain read before the
 		// growth would leave it there, unused, until Close.)
-		return nil, m.admit(limit)
+		return nil, w.admit(m, limit)
 	}
 	s := &m.quota[h%quotaShards]
 	s.mu.Lock()
@@ -84,7 +81,7 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 	}
 	atomic.AddUint64(m.pend, -chunk)
 	s.mu.Unlock()
-	if m.admit(limit) {
+	if w.admit(m, limit) {
 		return nil, true
 	}
 	// Near the limit: give back the room the other shards hold unused, so
@@ -92,7 +89,7 @@ func (m *member) admitChunked(limit uint64, h uint64) (sh *quotaShard, ok bool) 
 	if m.reclaim() == 0 {
 		return nil, false
 	}
-	return nil, m.admit(limit)
+	return nil, w.admit(m, limit)
 }
 
 // reclaim gives back the room this handle's shards of m reserved and did
@@ -127,10 +124,7 @@ func (m *member) reclaim() uint64 {
 }
 
 // release ends an admission: the Add is counted in items, or was given up.
-func (m *member) release(s *quotaShard) {
-	if m.excl {
-		return // admitExcl reserves nothing
-	}
+func (sharedWriter) release(m *member, s *quotaShard) {
 	if s == nil {
 		m.unadmit()
 		return

@@ -19,12 +19,10 @@ import (
 // have the old file open would go on answering from it, and on changing it,
 // for ever. The hot replaced word tells them:
 //
-//   - The rewrite takes the old file's growth lock, stores ReplaceFreezing,
-//     and waits until no live writer has an operation in flight (Freeze). A
-//     writer publishes its record, then reads the word (through gone): if
-//     set, it backs out before changing anything and waits (waitReplace).
-//     One of the two sees the other, as with the retired word: either the
-//     writer backs out, or Freeze waits for its record. From then on the
+//   - The rewrite freezes the old file (Freeze; the freeze of stop.go):
+//     the growth and flush locks, ReplaceFreezing, and no live writer's
+//     operation in flight. A writer that finds the word set backs out
+//     before changing anything and waits (waitReplace). From then on the
 //     old file does not change, so lookups go on answering from it.
 //   - The rewrite makes the new file (from the frozen old one, or from a
 //     Source), renames it over the path, and stores ReplaceDone (Done).
@@ -235,7 +233,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path}
+	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path, w: sharedWriter{}}
 	defer func() {
 		if err != nil {
 			mf.Close()
@@ -259,17 +257,9 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if !live {
 		return nil, fmt.Errorf("%w: %s", ErrNotLive, path)
 	}
-	if err := mf.Lock(header.GrowthLockOffset, true, wait); err != nil {
+	if _, held, err := lockFreeze(mf, wait); err != nil {
 		if errors.Is(err, ErrLockTimeout) {
-			return nil, fmt.Errorf("%w: %s: the growth lock was held for over %v", ErrBusy, path, wait)
-		}
-		return nil, err
-	}
-	// And the flush lock: a flush changes the state words a rewrite copies.
-	if err := mf.Lock(header.FlushLockOffset, true, wait); err != nil {
-		mf.Unlock(header.GrowthLockOffset)
-		if errors.Is(err, ErrLockTimeout) {
-			return nil, fmt.Errorf("%w: %s: the flush lock was held for over %v", ErrBusy, path, wait)
+			return nil, fmt.Errorf("%w: %s: the %s lock was held for over %v", ErrBusy, path, held, wait)
 		}
 		return nil, err
 	}
@@ -281,12 +271,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 		return nil, err
 	}
 	fz := &Frozen{f: f}
-	err = mmapfile.Guard(func() error {
-		atomic.StoreUint64(f.replaced, header.ReplaceFreezing)
-		_, err := f.waitRecords(^uint64(0))
-		return err
-	})
-	if err != nil {
+	if err = f.freeze(); err != nil {
 		fz.Abort()
 		if errors.Is(err, ErrLockTimeout) {
 			err = fmt.Errorf("%w: %s: writers' operations still in flight after %v", ErrBusy, path, wait)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
@@ -46,12 +45,10 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 	if _, err := f.writableChain(); err != nil {
 		return 0, err
 	}
-	if f.excl {
-		// Its Dekker handshake with the records needs them in order
-		// (see claimRecord): none is in flight under wmu.
-		f.wmu.Lock()
-		defer f.wmu.Unlock()
-	}
+	// On an exclusive handle its Dekker handshake with the records needs
+	// them in order (see exclWriter.claimRecord): none is in flight under
+	// wmu.
+	defer f.w.holdOps(f)()
 	g, err := f.enter(0)
 	if err != nil {
 		return 0, err
@@ -113,8 +110,8 @@ func retirable(c *chain, id uint64) bool {
 // retireFront retires the first n filters of m, called with the growth
 // lock held. The hot retired word goes first: from then on lookups skip
 // the filters, and an operation that claims a record on one of them sees
-// the word after its record is published and backs out (a Dekker
-// handshake with waitRecords below). Then the directory loses them, and
+// the word after its record is published and backs out (the retirement
+// of stop.go, which waitRecords completes). Then the directory loses them, and
 // once no live operation can still be changing them their blocks are
 // discarded.
 func (f *Filter) retireFront(m *header.Meta, n int) error {
@@ -156,40 +153,6 @@ func (f *Filter) retireFront(m *header.Meta, n int) error {
 		}
 	}
 	return nil
-}
-
-// waitRecords waits until no live handle has an operation in flight on a
-// filter in one of the directory entries of the mask slots, and returns
-// the entries that a dead writer's record (which waits for Repair) still
-// names. It gives up with ErrLockTimeout after the lock timeout.
-func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
-	deadline := time.Now().Add(f.timeout)
-	delay := 10 * time.Microsecond
-	for {
-		busy := false
-		dead = 0
-		for s := 0; s < header.NumSlots; s++ {
-			for rec := 0; rec < header.RecordsPerSlot; rec++ {
-				op := header.OpWord(atomic.LoadUint64(f.recordOp(s, rec)))
-				if !op.InFlight() || slots&(1<<op.Filter()) == 0 {
-					continue
-				}
-				if s == f.slot || f.slotLive(s) {
-					busy = true
-				} else {
-					dead |= 1 << op.Filter()
-				}
-			}
-		}
-		if !busy {
-			return dead, nil
-		}
-		if time.Now().After(deadline) {
-			return dead, fmt.Errorf("%w: operations on retired filters are still in flight", ErrLockTimeout)
-		}
-		time.Sleep(delay)
-		delay = min(2*delay, time.Millisecond)
-	}
 }
 
 // routeAgain is how an Add whose filter was retired under it starts over:

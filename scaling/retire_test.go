@@ -487,12 +487,12 @@ func TestRetireWidenRace(t *testing.T) {
 	const id = 500
 	key := []byte("the-key")
 	h := f.hash(c, key)
-	m, late, sh := route(c, id, h.native)
+	m, late, sh := route(f.w, c, id, h.native)
 	if m == nil || late || m != c.f[len(c.f)-1] {
 		t.Fatalf("route: %v %v", m, late)
 	}
 	kh := m.keyHash(h)
-	r := f.claimRecord(kh, header.OpAdd, m.idx)
+	r := f.w.claimRecord(f, kh, header.OpAdd, m.idx)
 	if m.gone() {
 		t.Fatal("retired already")
 	}
@@ -528,9 +528,9 @@ func TestRetireWidenRace(t *testing.T) {
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
 	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
-	m.count(1)
-	m.release(sh)
-	r.finish(true) // the Add returns nil
+	f.w.count(m, 1)
+	f.w.release(m, sh)
+	f.w.finish(r, true) // the Add returns nil
 	got := <-rc
 	if got.err != nil || got.n != 1 {
 		t.Fatalf("RetireBefore(%d) = %d, %v; want 1 (the first filter only)", id, got.n, got.err)

@@ -102,16 +102,7 @@ func (f *Filter) releaseSlot() {
 
 // claimRecord takes an idle record of this handle's slot for one operation,
 // starting at a position chosen by the key hash so goroutines rarely collide.
-func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
-	if f.excl {
-		// Under wmu, and every Dekker handshake the op word takes part
-		// in is with a holder of wmu or of this handle's file locks
-		// (exclusive.go): ordered plain stores.
-		r := &f.rec[0]
-		counting4.StoreOrdered(r.hash, h)
-		counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Begin(op, filter)))
-		return r
-	}
+func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
 	n := uint64(len(f.rec))
 	for i := h % n; ; i = (i + 1) % n {
 		r := &f.rec[i]
@@ -134,13 +125,20 @@ func (f *Filter) claimRecord(h uint64, op uint64, filter int) *record {
 	}
 }
 
-// finish completes the operation: the record is idle again and its count of
+// finish completes the operation (end) and frees the record for the
+// handle's other goroutines.
+func (sharedWriter) finish(r *record, completed bool) {
+	r.end(completed)
+	r.busy.Store(false)
+}
+
+// end completes the operation: the record is idle again and its count of
 // completed operations is one higher, in one atomic store. Only then are the
 // masks and the evidence cleared: while the op word names the operation,
 // Changed must name every counter it changed. (A death in between leaves an
 // idle record with stray masks or evidence, which mean nothing and which
 // claimSlot clears.)
-func (r *record) finish(completed bool) {
+func (r *record) end(completed bool) {
 	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Finish(completed)))
 	counting4.StoreOrdered(r.changed, 0)
 	counting4.StoreOrdered(r.doubt, 0)
@@ -149,8 +147,5 @@ func (r *record) finish(completed bool) {
 	if atomic.LoadUint64(r.ixSlot) != 0 || atomic.LoadUint64(r.ixFP) != 0 {
 		counting4.StoreOrdered(r.ixSlot, 0)
 		counting4.StoreOrdered(r.ixFP, 0)
-	}
-	if !r.excl {
-		r.busy.Store(false)
 	}
 }

@@ -1,0 +1,58 @@
+package scaling
+
+// The writer: what a modification does that differs between a shared
+// handle and the exclusive writer (exclusive.go). A handle's writer is
+// chosen once, when it is opened or created (sharedWriter; takeExclusive
+// makes it exclWriter before the handle is shared), and never changes;
+// the steps of an Add and a Remove (ops.go) call it and test nothing.
+//
+//	step            shared (sharedWriter)                 exclusive (exclWriter)
+//	op start/end    a guard Close waits for (enter)       wmu, one modification at a time
+//	admission       the pending word, in chunks (quota.go) the room left, in process memory
+//	id range        compare-and-swap, sealed checked      one read of each word, ordered stores
+//	record claim    a free record of the slot (slot.go)   record 0, ordered plain stores
+//	record finish   the record is free again              (record 0 stays the handle's)
+//	item count      atomic add to the handle's count      ordered store (counts.go)
+//	counter update  compare-and-swap (counting4)          store (counting4.SetExclusive, set in adopt)
+//	hold (stop.go)  nothing to take: guards and records   wmu (holdOps: Flush, RetireBefore, Close)
+//	flush lock      the file's flush lock (lockFlush)     wmu; it holds the file's from Open
+//	growth lock     the file's growth lock (lockGrowth)   mu only; it holds the file's from Open
+//
+// It is an interface of two empty types rather than a branch in each
+// step. A type parameter would not inline the variants either (Go calls a
+// type parameter's methods through its dictionary); the functions behind
+// the interface were not inlined into the steps before it, where each
+// tested a flag.
+type writer interface {
+	startOp(f *Filter, h uint64) (*guard, error)
+	endOp(f *Filter, g *guard)
+	admit(m *member, limit uint64) bool
+	admitChunked(m *member, limit, h uint64) (*quotaShard, bool)
+	release(m *member, s *quotaShard)
+	widen(m *member, id uint64) bool
+	count(m *member, d int64)
+	uncount(m *member, changed bool)
+	claimRecord(f *Filter, h, op uint64, filter int) *record
+	finish(r *record, completed bool)
+	adopt(f *Filter, m *member)
+	holdOps(f *Filter) (unlock func())
+	lockFlush(f *Filter) (unlock func(), err error)
+	lockGrowth(f *Filter) (unlock func(), err error)
+	closeWriter(f *Filter)
+}
+
+// sharedWriter is the writer of a handle that shares the file with other
+// writers, in this process and others: every change a locked instruction.
+type sharedWriter struct{}
+
+// adopt readies a member of a new chain: nothing to do on a shared handle.
+func (sharedWriter) adopt(*Filter, *member) {}
+
+// holdOps stops the handle's modifications: a shared handle's do not need
+// stopping (Close waits for their guards; Flush and RetireBefore take part
+// in the records' handshake).
+func (sharedWriter) holdOps(*Filter) func() { return func() {} }
+
+// closeWriter ends the writer at Close: nothing to give back on a shared
+// handle.
+func (sharedWriter) closeWriter(*Filter) {}
