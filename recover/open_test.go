@@ -12,7 +12,13 @@ import (
 
 // interruptedFile makes a store whose writer (on this boot) died in the
 // middle of adding key 1000: its slot 5 holds the half-done operation.
-func interruptedFile(t *testing.T) string {
+// claim, hash, evidence (word, new), doubt, CAS, changed: after 7 stores
+// the first group is in.
+func interruptedFile(t *testing.T) string { return interruptedAfter(t, 7) }
+
+// interruptedAfter is interruptedFile with the writer killed after budget
+// stores of its Add.
+func interruptedAfter(t *testing.T, budget int) string {
 	t.Helper()
 	path := newFile(t, 1000, counting4.Blocked512, 300)
 	b, err := os.ReadFile(path)
@@ -24,8 +30,7 @@ func interruptedFile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	markWriting(b)
-	// claim, hash, evidence (word, new), doubt, CAS, changed: the first group is in.
-	simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, 7)
+	simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, budget)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -392,20 +392,7 @@ func TestRepairSummarySaysWhatItDoes(t *testing.T) {
 		budget int
 		want   string // one of the words
 	}{{2, "drops 1 that had changed no counter yet"}, {7, "ends 1 cut-short operation exactly: "}} {
-		path := newFile(t, 1000, counting4.Blocked512, 300)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		markWriting(b)
-		simRun(newSimImage(b), m.Filters[0], m.Params.Seed, simOp{add: true, key: key(1000), slot: 5, rec: 3}, tc.budget)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := interruptedAfter(t, tc.budget)
 		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
 		if err != nil {
 			t.Fatal(err)
