@@ -48,21 +48,22 @@ func (p *patch) put(off int64, v uint64) {
 
 // editLine changes filter line e of the new head with edit.
 func (p *patch) editLine(e int, edit func(l *header.Line)) {
-	l := header.ReadLine(p.head, e)
-	edit(&l)
-	if l != header.ReadLine(p.head, e) {
-		header.PutLine(p.head, e, l)
-		p.changed = true
-	}
+	editView(p, header.ReadLine, header.PutLine, e, edit)
 }
 
 // editSlot changes writer slot s of the new head, its records included,
 // with edit.
 func (p *patch) editSlot(s int, edit func(sl *header.Slot)) {
-	sl := header.ReadSlot(p.head, s)
-	edit(&sl)
-	if sl != header.ReadSlot(p.head, s) {
-		header.PutSlot(p.head, s, sl)
+	editView(p, header.ReadSlot, header.PutSlot, s, edit)
+}
+
+// editView changes view i of the new head (read and put by read and put)
+// with edit, noting a change only if it changed something.
+func editView[V comparable](p *patch, read func([]byte, int) V, put func([]byte, int, V), i int, edit func(*V)) {
+	v := read(p.head, i)
+	edit(&v)
+	if v != read(p.head, i) {
+		put(p.head, i, v)
 		p.changed = true
 	}
 }
