@@ -557,10 +557,9 @@ func (f *Filter) mapHot() error {
 		return err
 	}
 	f.hot = w
-	f.words = seqnum.Words{State: f.hotWord(header.StateOffset), Disk: f.hotWord(header.DiskSeqOffset)}
-	f.published = f.hotWord(header.PublishedOffset)
-	f.retired = f.hotWord(header.RetiredOffset)
-	f.replaced = f.hotWord(header.ReplacedOffset)
+	h := header.HotAt(w)
+	f.words = seqnum.Words{State: &h.State, Disk: &h.DiskSeq}
+	f.published, f.retired, f.replaced = &h.Published, &h.Retired, &h.Replaced
 	return nil
 }
 

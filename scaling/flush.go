@@ -74,8 +74,9 @@ func (f *Filter) flush() error {
 		return err
 	}
 	if f.words.EndFlush(ep, mem) {
-		atomic.AddUint64(f.hotWord(header.FlushCountOffset), 1)
-		atomic.StoreUint64(f.hotWord(header.CleanBootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
+		h := header.HotAt(f.hot)
+		atomic.AddUint64(&h.FlushCount, 1)
+		atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))
 		if err := f.sync(header.HotOffset, header.PageSize); err != nil {
 			// The clean state may not be durable: withdraw the claim.
 			if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {

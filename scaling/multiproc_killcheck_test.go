@@ -150,8 +150,9 @@ func (k *killTrial) checkCondition() error {
 	fi, st, path := k.fi, k.st, k.path
 	_, ph := fi.words.Phase()
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(fi.hotWord(header.BootIDOffset)))
-	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(fi.hotWord(header.BootIDOffset+8)))
+	h := header.HotAt(fi.hot)
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
 	want := Unflushed
 	switch {
 	case ph == 0:

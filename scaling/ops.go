@@ -655,7 +655,8 @@ func (f *Filter) ensureDirty(mark *uint64) error {
 }
 
 func (f *Filter) recordBoot() {
-	atomic.StoreUint64(f.hotWord(header.BootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
-	atomic.StoreUint64(f.hotWord(header.BootIDOffset+8), binary.LittleEndian.Uint64(f.bootID[8:]))
-	atomic.StoreUint64(f.hotWord(header.DirtySinceOffset), uint64(time.Now().UnixNano()))
+	h := header.HotAt(f.hot)
+	atomic.StoreUint64(&h.BootID[0], binary.LittleEndian.Uint64(f.bootID[:8]))
+	atomic.StoreUint64(&h.BootID[1], binary.LittleEndian.Uint64(f.bootID[8:]))
+	atomic.StoreUint64(&h.DirtySince, uint64(time.Now().UnixNano()))
 }

@@ -65,8 +65,9 @@ func (f *Filter) condition() (Condition, string) {
 	// The boot identity is recorded before the phase leaves clean (see
 	// seqnum.MarkDirty), so a mark in progress never reads as another boot's.
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(f.hotWord(header.BootIDOffset)))
-	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(f.hotWord(header.BootIDOffset+8)))
+	h := header.HotAt(f.hot)
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
 	if b != f.bootID {
 		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
 	}
