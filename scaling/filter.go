@@ -565,18 +565,17 @@ func (f *Filter) mapHot() error {
 
 func (f *Filter) hotWord(off int64) *uint64 { return &f.hot[(off-header.HotOffset)/8] }
 
-func (f *Filter) filterWord(i int, field int64) *uint64 {
-	return f.hotWord(header.FilterLineOffset(i) + field)
-}
-
+// initFilterLine makes filter line i a new filter's: word by word, each an
+// atomic store (other handles may read the line).
 func (f *Filter) initFilterLine(i int) {
-	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterPendingOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), ^uint64(0))
-	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterIndexOffset), header.IndexNone)
-	atomic.StoreUint64(f.filterWord(i, header.FilterWritersOffset), 0)
+	l := header.LineAt(f.hot, i)
+	atomic.StoreUint64(&l.Items, 0)
+	atomic.StoreUint64(&l.Pending, 0)
+	atomic.StoreUint64(&l.Mark, 0)
+	atomic.StoreUint64(&l.MinID, ^uint64(0))
+	atomic.StoreUint64(&l.MaxID, 0)
+	atomic.StoreUint64(&l.Index, header.IndexNone)
+	atomic.StoreUint64(&l.Writers, 0)
 }
 
 // validateHot checks the hot words against the directory: they are hostile
@@ -598,7 +597,7 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	}
 	for _, d := range m.Filters {
 		i := d.Slot
-		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))); items < 0 {
+		if items := int64(atomic.LoadUint64(&header.LineAt(f.hot, i).Items)); items < 0 {
 			return &header.CorruptionError{Offset: header.FilterLineOffset(i), Filter: i, Field: "items", Reason: fmt.Sprintf("negative item count %d", items), Err: header.ErrCorrupt}
 		}
 	}

@@ -204,16 +204,16 @@ func (f *Filter) Stats() Stats {
 	}
 	s.Retired = c.base
 	for _, m := range c.f {
-		items, maxID := m.itemCount(), atomic.LoadUint64(m.maxID)
+		items, maxID := m.itemCount(), atomic.LoadUint64(&m.line.MaxID)
 		lay := counting4.Layout(m.desc.LayoutID)
 		fs := FilterStats{
-			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,
+			Index: m.idx, FirstID: atomic.LoadUint64(&m.line.MinID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,
 			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
 			Layout: lay.String(), Hash: header.HashName(uint32(m.desc.HashID)),
-			Dirty:     ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
-			LateIndex: m.ix.allocated(),
+			Dirty:     ph != seqnum.Clean && atomic.LoadUint64(&m.line.Mark)&^seqnum.Pending == ep,
+			LateIndex: m.indexAllocated(),
 		}
 		s.Count += items
 		s.EstimatedFPR += fs.EstimatedFPR
