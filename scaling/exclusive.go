@@ -254,8 +254,8 @@ func (w exclWriter) uncount(m *member, changed bool) {
 // locks: ordered plain stores.
 func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
 	r := &f.rec[0]
-	counting4.StoreOrdered(r.hash, h)
-	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Begin(op, filter)))
+	counting4.StoreOrdered(&r.rec.Hash, h)
+	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, filter)))
 	return r
 }
 

@@ -61,9 +61,8 @@ type Filter struct {
 	metaWhich  int        // copy holding the newest generation
 	generation uint64
 
-	slot     int      // writer slot, -1 if read-only
-	slotWord []uint64 // the slot's 128 words
-	rec      [header.RecordsPerSlot]record
+	slot int // writer slot, -1 if read-only
+	rec  [header.RecordsPerSlot]record
 
 	guards     [16]guard
 	closed     atomic.Bool
@@ -121,15 +120,8 @@ type guard struct {
 
 // record is one in-flight operation record in the mapped slot.
 type record struct {
-	op      *uint64
-	hash    *uint64
-	changed *uint64
-	doubt   *uint64
-	word    *uint64     // evidence: counter word index + 1 of the CAS in doubt
-	newVal  *uint64     // evidence: the value that CAS stores
-	ixSlot  *uint64     // late-add index entry the operation changes, + 1 (0: none)
-	ixFP    *uint64     // the fingerprint that entry holds
-	busy    atomic.Bool // claimed by a goroutine of a shared handle
+	rec  *header.Record // the mapped words (Word, New: the evidence of the CAS in doubt)
+	busy atomic.Bool    // claimed by a goroutine of a shared handle
 }
 
 // Create creates a new file at path with the given options (nil = defaults)
@@ -562,8 +554,6 @@ func (f *Filter) mapHot() error {
 	f.published, f.retired, f.replaced = &h.Published, &h.Retired, &h.Replaced
 	return nil
 }
-
-func (f *Filter) hotWord(off int64) *uint64 { return &f.hot[(off-header.HotOffset)/8] }
 
 // initFilterLine makes filter line i a new filter's: word by word, each an
 // atomic store (other handles may read the line).

@@ -120,7 +120,7 @@ func (sharedWriter) lockFlush(f *Filter) (unlock func(), err error) {
 func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := header.OpWord(atomic.LoadUint64(f.recordOp(s, r)))
+			op := header.OpWord(atomic.LoadUint64(&header.RecordAt(f.hot, s, r).Op))
 			completed += op.Completed()
 			inFlight = inFlight || op.InFlight()
 		}

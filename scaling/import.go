@@ -148,7 +148,7 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 	// Carry mem_seqnum over as operations completed through slot 63's
 	// first record (mem_seqnum is the sum over all records).
 	if old.MemSeqnum > 0 {
-		atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), uint64(header.IdleOp(old.MemSeqnum)))
+		atomic.StoreUint64(&header.RecordAt(f.hot, header.NumSlots-1, 0).Op, uint64(header.IdleOp(old.MemSeqnum)))
 	}
 	const ep = 1
 	switch state {

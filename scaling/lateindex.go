@@ -75,14 +75,14 @@ func (f *Filter) allocIndex(m *member) error {
 func (x *lateIndex) insert(h, id uint64, r *record) bool {
 	n := uint64(len(x.e))
 	fp, s := header.IndexProbe(h, id, n)
-	atomic.StoreUint64(r.ixFP, uint64(fp))
+	atomic.StoreUint64(&r.rec.IndexFP, uint64(fp))
 	for range min(n, header.IndexMaxProbe) {
 		e := &x.e[s]
 		v := atomic.LoadUint32(e)
 		if v <= header.IndexCleared {
-			atomic.StoreUint64(r.ixSlot, s+1)
+			atomic.StoreUint64(&r.rec.IndexSlot, s+1)
 			if atomic.CompareAndSwapUint32(e, v, fp) {
-				atomic.StoreUint64(r.ixSlot, (s+1)|header.IndexDone)
+				atomic.StoreUint64(&r.rec.IndexSlot, (s+1)|header.IndexDone)
 				return true
 			}
 			continue // taken since the load: look at it again
@@ -91,7 +91,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 			s = 0
 		}
 	}
-	atomic.StoreUint64(r.ixSlot, 0)
+	atomic.StoreUint64(&r.rec.IndexSlot, 0)
 	return false
 }
 
@@ -131,13 +131,13 @@ func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 // holds), never the other way round.
 func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 	for {
-		atomic.StoreUint64(r.ixFP, uint64(e.fp))
-		atomic.StoreUint64(r.ixSlot, e.slot+1)
+		atomic.StoreUint64(&r.rec.IndexFP, uint64(e.fp))
+		atomic.StoreUint64(&r.rec.IndexSlot, e.slot+1)
 		if atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
-			atomic.StoreUint64(r.ixSlot, (e.slot+1)|header.IndexDone)
+			atomic.StoreUint64(&r.rec.IndexSlot, (e.slot+1)|header.IndexDone)
 			return e.slot, true
 		}
-		atomic.StoreUint64(r.ixSlot, 0) // the record names no entry
+		atomic.StoreUint64(&r.rec.IndexSlot, 0) // the record names no entry
 		var ok bool
 		if e, ok = x.find(h, id); !ok {
 			return 0, false

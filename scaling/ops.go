@@ -316,7 +316,7 @@ func (f *Filter) retryWith(c *chain, why retry) (*chain, error) {
 
 // counters is the record as counting4 writes it.
 func (r *record) counters() counting4.Record {
-	return counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}
+	return counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New}
 }
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
@@ -409,7 +409,7 @@ func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
 	if !m.cf.RemoveProbe(pr, &rec) {
 		return false
 	}
-	w.uncount(m, atomic.LoadUint64(r.changed) != 0)
+	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)
 	return true
 }
 

@@ -527,7 +527,7 @@ func TestRetireWidenRace(t *testing.T) {
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
-	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
+	m.cf.AddAt(p, &counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New})
 	f.w.count(m, 1)
 	f.w.release(m, sh)
 	f.w.finish(r, true) // the Add returns nil

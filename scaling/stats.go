@@ -95,7 +95,7 @@ func (f *Filter) deadInFlight() int {
 // unowned, it is still unowned afterwards, and its owner word did not
 // change meanwhile (a claim writes a new token; a close writes 0).
 func (f *Filter) slotDeadInFlight(s int) int {
-	owner := f.hotWord(header.SlotOffset(s) + header.SlotOwnerOffset)
+	owner := &header.SlotAt(f.hot, s).Owner
 	for f.slotInFlight(s) > 0 {
 		if slotReadHook != nil {
 			slotReadHook(s)
