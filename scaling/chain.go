@@ -35,13 +35,9 @@ type member struct {
 	seq  uint64 // the chain's filter number (retired once the hot retired word passes it)
 	// retired and replaced are the hot retired and replaced words (see gone).
 	retired, replaced *uint64
-	salt              uint64 // added to the native hash (0 for the original's hash)
-	items             *uint64
-	pend              *uint64 // Adds admitted and not yet counted in items (see admit)
-	mark              *uint64
-	minID             *uint64
-	maxID             *uint64
-	ix                lateIndex // empty for a filter without one
+	salt              uint64       // added to the native hash (0 for the original's hash)
+	line              *header.Line // the filter's hot line (Pending: Adds admitted, not yet counted; see admit)
+	ix                lateIndex    // empty for a filter without one
 	quota             [quotaShards]quotaShard
 
 	// Per-writer item counts (header/counts.go); counts is nil for a filter
@@ -49,7 +45,6 @@ type member struct {
 	counts    []uint64 // the counts page: slot s's count is counts[s*countStride]
 	own       *uint64  // this handle's count (nil: read-only)
 	ownSlot   int
-	writers   *uint64 // the line's writers word
 	ownMarked atomic.Bool
 
 	// An exclusive handle's member (exclusive.go): room is how many more
@@ -96,9 +91,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		}
 		mb := &member{
 			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced,
-			items: f.filterWord(i, header.FilterItemsOffset), pend: f.filterWord(i, header.FilterPendingOffset),
-			mark:  f.filterWord(i, header.FilterMarkOffset),
-			minID: f.filterWord(i, header.FilterMinIDOffset), maxID: f.filterWord(i, header.FilterMaxIDOffset),
+			line: header.LineAt(f.hot, i),
 		}
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
@@ -122,7 +115,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		if j < len(c.f)-1 {
 			// Sealed before the chain that follows it was published: the
 			// range no longer changes.
-			lo, hi := atomic.LoadUint64(mb.minID), atomic.LoadUint64(mb.maxID)&header.MaxID
+			lo, hi := atomic.LoadUint64(&mb.line.MinID), atomic.LoadUint64(&mb.line.MaxID)&header.MaxID
 			if lo <= hi {
 				c.frontier = max(c.frontier, hi)
 				c.anySealed = true
@@ -246,7 +239,8 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 		return f.loadChain(m)
 	}
 	last := m.Filters[n-1].Slot
-	newest := f.filterWord(last, header.FilterMaxIDOffset)
+	lastLine := header.LineAt(f.hot, last)
+	newest := &lastLine.MaxID
 	// This handle's reservations on the newest filter count in its pending
 	// word; give them back before deciding it is full: another goroutine
 	// of this handle may have finished an Add between the caller's
@@ -257,7 +251,7 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 		}
 	}
 	if why == growFull && atomic.LoadUint64(newest)&header.Sealed == 0 &&
-		f.lineItemCount(last)+atomic.LoadUint64(f.filterWord(last, header.FilterPendingOffset)) < m.Filters[n-1].Capacity {
+		f.lineItemCount(last)+atomic.LoadUint64(&lastLine.Pending) < m.Filters[n-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.
 		return nil
@@ -292,7 +286,7 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	// writes the directory, a filter line and new blocks: mark the file
 	// dirty first, so a file that reads clean was not grown since its flush
 	// (but see docs/FORMAT.md: a flush may still land during the growth).
-	if err := f.ensureDirty(f.filterWord(last, header.FilterMarkOffset)); err != nil {
+	if err := f.ensureDirty(&lastLine.Mark); err != nil {
 		return err
 	}
 	// Reserve the blocks first: a full disk fails here, not with a SIGBUS
@@ -347,16 +341,16 @@ func (f *Filter) publish(m *header.Meta) error {
 	pub := int(min(max(int64(atomic.LoadUint64(f.published))-int64(m.Retired), 0), int64(n)))
 	for j := max(pub, 1) - 1; j < n-1; j++ {
 		i := m.Filters[j].Slot
-		maxID := f.filterWord(i, header.FilterMaxIDOffset)
-		if atomic.LoadUint64(maxID)&header.Sealed != 0 {
+		l := header.LineAt(f.hot, i)
+		if atomic.LoadUint64(&l.MaxID)&header.Sealed != 0 {
 			continue
 		}
 		// The seal changes the filter's line: mark it dirty first, so a
 		// clean claim never covers it.
-		if err := f.ensureDirty(f.filterWord(i, header.FilterMarkOffset)); err != nil {
+		if err := f.ensureDirty(&l.Mark); err != nil {
 			return err
 		}
-		seal(maxID)
+		seal(&l.MaxID)
 	}
 	if pub < n {
 		atomic.StoreUint64(f.published, m.Retired+uint64(n))

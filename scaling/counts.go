@@ -24,7 +24,6 @@ func (f *Filter) mapCounts(m *member) error {
 		return fmt.Errorf("filter %d's item counts: %w", m.idx, err)
 	}
 	m.counts = w
-	m.writers = f.filterWord(m.idx, header.FilterWritersOffset)
 	if f.slot >= 0 {
 		m.own, m.ownSlot = &w[f.slot*countStride], f.slot
 	}
@@ -33,9 +32,9 @@ func (f *Filter) mapCounts(m *member) error {
 
 // itemCount returns the filter's live item count.
 func (m *member) itemCount() uint64 {
-	n := int64(atomic.LoadUint64(m.items))
+	n := int64(atomic.LoadUint64(&m.line.Items))
 	if m.counts != nil {
-		for w := atomic.LoadUint64(m.writers); w != 0; w &= w - 1 {
+		for w := atomic.LoadUint64(&m.line.Writers); w != 0; w &= w - 1 {
 			n += int64(atomic.LoadUint64(&m.counts[bits.TrailingZeros64(w)*countStride]))
 		}
 	}
@@ -53,7 +52,7 @@ func (f *Filter) lineItemCount(i int) uint64 {
 			}
 		}
 	}
-	return atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))
+	return atomic.LoadUint64(&header.LineAt(f.hot, i).Items)
 }
 
 // count adds d to this handle's count on m (or to the line's items word for
@@ -61,11 +60,11 @@ func (f *Filter) lineItemCount(i int) uint64 {
 // before its count first changes, so every reader sums the count.
 func (sharedWriter) count(m *member, d int64) {
 	if m.own == nil {
-		atomic.AddUint64(m.items, uint64(d))
+		atomic.AddUint64(&m.line.Items, uint64(d))
 		return
 	}
 	if !m.ownMarked.Load() {
-		atomic.OrUint64(m.writers, 1<<m.ownSlot)
+		atomic.OrUint64(&m.line.Writers, 1<<m.ownSlot)
 		m.ownMarked.Store(true)
 	}
 	atomic.AddUint64(m.own, uint64(d))
@@ -78,7 +77,7 @@ func (sharedWriter) count(m *member, d int64) {
 // writer's count.
 func (w sharedWriter) uncount(m *member, changed bool) {
 	if m.own == nil {
-		decrementItems(m.items)
+		decrementItems(&m.line.Items)
 		return
 	}
 	if !changed && m.itemCount() == 0 {

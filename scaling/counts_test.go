@@ -47,10 +47,10 @@ func TestPerWriterCounts(t *testing.T) {
 		}
 	}
 	m := a.chain.Load().f[0]
-	if w := atomic.LoadUint64(a.filterWord(0, header.FilterItemsOffset)); w != 0 {
+	if w := atomic.LoadUint64(&header.LineAt(a.hot, 0).Items); w != 0 {
 		t.Errorf("the line's items word is %d: writers should count in their own lines", w)
 	}
-	if w := atomic.LoadUint64(m.writers); w != 1<<a.slot|1<<b.slot {
+	if w := atomic.LoadUint64(&m.line.Writers); w != 1<<a.slot|1<<b.slot {
 		t.Errorf("writers word %#x, want slots %d and %d", w, a.slot, b.slot)
 	}
 	ca := int64(atomic.LoadUint64(&m.counts[a.slot*countStride]))

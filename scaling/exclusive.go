@@ -185,7 +185,7 @@ func (exclWriter) admit(m *member, limit uint64) bool {
 		return false
 	}
 	if m.roomLimit != limit || m.room == 0 {
-		m.room = limit - min(limit, m.itemCount()+atomic.LoadUint64(m.pend))
+		m.room = limit - min(limit, m.itemCount()+atomic.LoadUint64(&m.line.Pending))
 		m.roomLimit = limit
 		if m.room == 0 {
 			return false
@@ -204,7 +204,7 @@ func (exclWriter) release(*member, *quotaShard) {} // admit reserves nothing
 
 // widen: nobody else widens or seals the range: one read of each word.
 func (exclWriter) widen(m *member, id uint64) bool {
-	v, lo := atomic.LoadUint64(m.maxID), atomic.LoadUint64(m.minID)
+	v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
 	hi := v & header.MaxID
 	switch {
 	case id >= lo && id <= hi:
@@ -212,10 +212,10 @@ func (exclWriter) widen(m *member, id uint64) bool {
 	case v&header.Sealed != 0:
 		return false
 	case id > hi:
-		counting4.StoreOrdered(m.maxID, id)
+		counting4.StoreOrdered(&m.line.MaxID, id)
 	}
 	if id < lo {
-		counting4.StoreOrdered(m.minID, id)
+		counting4.StoreOrdered(&m.line.MinID, id)
 	}
 	return true
 }
@@ -230,7 +230,7 @@ func (exclWriter) count(m *member, d int64) {
 	}
 	p := m.own
 	if p == nil {
-		p = m.items
+		p = &m.line.Items
 	}
 	counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
 }
@@ -238,8 +238,8 @@ func (exclWriter) count(m *member, d int64) {
 // uncount is sharedWriter.uncount with count's stores.
 func (w exclWriter) uncount(m *member, changed bool) {
 	if m.own == nil {
-		if v := atomic.LoadUint64(m.items); int64(v) > 0 {
-			counting4.StoreOrdered(m.items, v-1)
+		if v := atomic.LoadUint64(&m.line.Items); int64(v) > 0 {
+			counting4.StoreOrdered(&m.line.Items, v-1)
 		}
 		return
 	}
@@ -254,8 +254,8 @@ func (w exclWriter) uncount(m *member, changed bool) {
 // locks: ordered plain stores.
 func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
 	r := &f.rec[0]
-	counting4.StoreOrdered(r.hash, h)
-	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Begin(op, filter)))
+	counting4.StoreOrdered(&r.rec.Hash, h)
+	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, filter)))
 	return r
 }
 

@@ -392,7 +392,7 @@ func TestExclusiveLeavesNoReservation(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := g.chain.Load()
-		pend := atomic.LoadUint64(c.f[len(c.f)-1].pend)
+		pend := atomic.LoadUint64(&c.f[len(c.f)-1].line.Pending)
 		g.Close()
 		if pend != 0 {
 			t.Errorf("exclusive handle open while the shared one closed: %v; pending word %d after every handle closed, want 0", withExcl, pend)

@@ -61,9 +61,8 @@ type Filter struct {
 	metaWhich  int        // copy holding the newest generation
 	generation uint64
 
-	slot     int      // writer slot, -1 if read-only
-	slotWord []uint64 // the slot's 128 words
-	rec      [header.RecordsPerSlot]record
+	slot int // writer slot, -1 if read-only
+	rec  [header.RecordsPerSlot]record
 
 	guards     [16]guard
 	closed     atomic.Bool
@@ -121,15 +120,8 @@ type guard struct {
 
 // record is one in-flight operation record in the mapped slot.
 type record struct {
-	op      *uint64
-	hash    *uint64
-	changed *uint64
-	doubt   *uint64
-	word    *uint64     // evidence: counter word index + 1 of the CAS in doubt
-	newVal  *uint64     // evidence: the value that CAS stores
-	ixSlot  *uint64     // late-add index entry the operation changes, + 1 (0: none)
-	ixFP    *uint64     // the fingerprint that entry holds
-	busy    atomic.Bool // claimed by a goroutine of a shared handle
+	rec  *header.Record // the mapped words (Word, New: the evidence of the CAS in doubt)
+	busy atomic.Bool    // claimed by a goroutine of a shared handle
 }
 
 // Create creates a new file at path with the given options (nil = defaults)
@@ -557,27 +549,23 @@ func (f *Filter) mapHot() error {
 		return err
 	}
 	f.hot = w
-	f.words = seqnum.Words{State: f.hotWord(header.StateOffset), Disk: f.hotWord(header.DiskSeqOffset)}
-	f.published = f.hotWord(header.PublishedOffset)
-	f.retired = f.hotWord(header.RetiredOffset)
-	f.replaced = f.hotWord(header.ReplacedOffset)
+	h := header.HotAt(w)
+	f.words = seqnum.Words{State: &h.State, Disk: &h.DiskSeq}
+	f.published, f.retired, f.replaced = &h.Published, &h.Retired, &h.Replaced
 	return nil
 }
 
-func (f *Filter) hotWord(off int64) *uint64 { return &f.hot[(off-header.HotOffset)/8] }
-
-func (f *Filter) filterWord(i int, field int64) *uint64 {
-	return f.hotWord(header.FilterLineOffset(i) + field)
-}
-
+// initFilterLine makes filter line i a new filter's: word by word, each an
+// atomic store (other handles may read the line).
 func (f *Filter) initFilterLine(i int) {
-	atomic.StoreUint64(f.filterWord(i, header.FilterItemsOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterPendingOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), ^uint64(0))
-	atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), 0)
-	atomic.StoreUint64(f.filterWord(i, header.FilterIndexOffset), header.IndexNone)
-	atomic.StoreUint64(f.filterWord(i, header.FilterWritersOffset), 0)
+	l := header.LineAt(f.hot, i)
+	atomic.StoreUint64(&l.Items, 0)
+	atomic.StoreUint64(&l.Pending, 0)
+	atomic.StoreUint64(&l.Mark, 0)
+	atomic.StoreUint64(&l.MinID, ^uint64(0))
+	atomic.StoreUint64(&l.MaxID, 0)
+	atomic.StoreUint64(&l.Index, header.IndexNone)
+	atomic.StoreUint64(&l.Writers, 0)
 }
 
 // validateHot checks the hot words against the directory: they are hostile
@@ -599,7 +587,7 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	}
 	for _, d := range m.Filters {
 		i := d.Slot
-		if items := int64(atomic.LoadUint64(f.filterWord(i, header.FilterItemsOffset))); items < 0 {
+		if items := int64(atomic.LoadUint64(&header.LineAt(f.hot, i).Items)); items < 0 {
 			return &header.CorruptionError{Offset: header.FilterLineOffset(i), Filter: i, Field: "items", Reason: fmt.Sprintf("negative item count %d", items), Err: header.ErrCorrupt}
 		}
 	}

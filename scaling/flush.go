@@ -74,8 +74,9 @@ func (f *Filter) flush() error {
 		return err
 	}
 	if f.words.EndFlush(ep, mem) {
-		atomic.AddUint64(f.hotWord(header.FlushCountOffset), 1)
-		atomic.StoreUint64(f.hotWord(header.CleanBootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
+		h := header.HotAt(f.hot)
+		atomic.AddUint64(&h.FlushCount, 1)
+		atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))
 		if err := f.sync(header.HotOffset, header.PageSize); err != nil {
 			// The clean state may not be durable: withdraw the claim.
 			if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {
@@ -119,7 +120,7 @@ func (sharedWriter) lockFlush(f *Filter) (unlock func(), err error) {
 func (f *Filter) recordTotals() (completed uint64, inFlight bool) {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := header.OpWord(atomic.LoadUint64(f.recordOp(s, r)))
+			op := header.OpWord(atomic.LoadUint64(&header.RecordAt(f.hot, s, r).Op))
 			completed += op.Completed()
 			inFlight = inFlight || op.InFlight()
 		}

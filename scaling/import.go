@@ -130,24 +130,25 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 		for c, v := range lf.CounterValues() {
 			w[c>>4] |= uint64(v) << ((c & 15) * 4)
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterItemsOffset), uint64(lf.Count))
+		l := header.LineAt(f.hot, i)
+		atomic.StoreUint64(&l.Items, uint64(lf.Count))
 		// The original routes id to the newest filter whose start id ≤ id:
 		// filter i holds [start_i, start_{i+1}-1], the last up to max_id.
 		hi := old.MaxID
 		if i+1 < len(old.Filters) && old.Filters[i+1].StartID > lf.StartID {
 			hi = old.Filters[i+1].StartID - 1
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterMinIDOffset), lf.StartID)
+		atomic.StoreUint64(&l.MinID, lf.StartID)
 		hi = max(hi, lf.StartID)
 		if i+1 < len(old.Filters) {
 			hi |= header.Sealed
 		}
-		atomic.StoreUint64(f.filterWord(i, header.FilterMaxIDOffset), hi)
+		atomic.StoreUint64(&l.MaxID, hi)
 	}
 	// Carry mem_seqnum over as operations completed through slot 63's
 	// first record (mem_seqnum is the sum over all records).
 	if old.MemSeqnum > 0 {
-		atomic.StoreUint64(f.recordOp(header.NumSlots-1, 0), uint64(header.IdleOp(old.MemSeqnum)))
+		atomic.StoreUint64(&header.RecordAt(f.hot, header.NumSlots-1, 0).Op, uint64(header.IdleOp(old.MemSeqnum)))
 	}
 	const ep = 1
 	switch state {
@@ -164,7 +165,7 @@ func (f *Filter) fillFromOriginal(old *legacy.ScalingFile, dir []header.FilterDe
 		}
 		atomic.StoreUint64(f.words.State, seqnum.Pack(ep, seqnum.Dirty))
 		for i := range dir {
-			atomic.StoreUint64(f.filterWord(i, header.FilterMarkOffset), ep)
+			atomic.StoreUint64(&header.LineAt(f.hot, i).Mark, ep)
 		}
 	}
 	return nil

@@ -300,7 +300,7 @@ func TestLateIndexChurn(t *testing.T) {
 			}
 		}
 	}
-	if !m.ix.allocated() {
+	if !m.indexAllocated() {
 		t.Fatal("no late Add went to filter 1's index")
 	}
 	empty := 0

@@ -16,35 +16,33 @@ import (
 // fingerprint to cleared and back: never back to empty, so a lookup that
 // meets an empty entry has seen every entry its fingerprint could be in.
 type lateIndex struct {
-	state *uint64  // the filter line's FilterIndexOffset word
-	e     []uint32 // nil for a filter without an index
-	off   int64    // file offset of the table
+	e   []uint32 // nil for a filter without an index
+	off int64    // file offset of the table
 }
 
 // mapIndex maps filter i's index. Its blocks may be a hole in the file:
-// nothing touches e before state reads IndexAllocated.
+// nothing touches e before the line's Index word reads IndexAllocated.
 func (f *Filter) mapIndex(i int, d *header.FilterDesc) (lateIndex, error) {
 	w, err := f.r.Words(d.IndexOffset(), d.IndexBytes()/8)
 	if err != nil {
 		return lateIndex{}, fmt.Errorf("filter %d's late-add index: %w", i, err)
 	}
 	return lateIndex{
-		state: f.filterWord(i, header.FilterIndexOffset),
-		e:     unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w)),
-		off:   d.IndexOffset(),
+		e:   unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w)),
+		off: d.IndexOffset(),
 	}, nil
 }
 
-// allocated reports whether the index may hold entries.
-func (x *lateIndex) allocated() bool {
-	return x.e != nil && atomic.LoadUint64(x.state) == header.IndexAllocated
+// indexAllocated reports whether m's index may hold entries.
+func (m *member) indexAllocated() bool {
+	return m.ix.e != nil && atomic.LoadUint64(&m.line.Index) == header.IndexAllocated
 }
 
 // allocIndex makes sure filter m's index has its blocks, allocating them
 // under the growth lock the first time (a full disk is an error here, not a
 // SIGBUS at the first store).
 func (f *Filter) allocIndex(m *member) error {
-	if m.ix.allocated() {
+	if m.indexAllocated() {
 		return nil
 	}
 	unlock, err := f.lockGrowth()
@@ -52,7 +50,7 @@ func (f *Filter) allocIndex(m *member) error {
 		return err
 	}
 	defer unlock()
-	if m.ix.allocated() {
+	if m.indexAllocated() {
 		return nil
 	}
 	if m.gone() {
@@ -65,7 +63,7 @@ func (f *Filter) allocIndex(m *member) error {
 			return fmt.Errorf("allocating filter %d's late-add index: %w", m.idx, err)
 		}
 	}
-	atomic.StoreUint64(m.ix.state, header.IndexAllocated)
+	atomic.StoreUint64(&m.line.Index, header.IndexAllocated)
 	// Durable before the first entry: after an OS crash, Rebuild trusts a
 	// word that reads IndexNone to mean no late Add (recover/lateindex.go).
 	return f.sync(header.FilterLineOffset(m.idx), header.LineSize)
@@ -77,14 +75,14 @@ func (f *Filter) allocIndex(m *member) error {
 func (x *lateIndex) insert(h, id uint64, r *record) bool {
 	n := uint64(len(x.e))
 	fp, s := header.IndexProbe(h, id, n)
-	atomic.StoreUint64(r.ixFP, uint64(fp))
+	atomic.StoreUint64(&r.rec.IndexFP, uint64(fp))
 	for range min(n, header.IndexMaxProbe) {
 		e := &x.e[s]
 		v := atomic.LoadUint32(e)
 		if v <= header.IndexCleared {
-			atomic.StoreUint64(r.ixSlot, s+1)
+			atomic.StoreUint64(&r.rec.IndexSlot, s+1)
 			if atomic.CompareAndSwapUint32(e, v, fp) {
-				atomic.StoreUint64(r.ixSlot, (s+1)|header.IndexDone)
+				atomic.StoreUint64(&r.rec.IndexSlot, (s+1)|header.IndexDone)
 				return true
 			}
 			continue // taken since the load: look at it again
@@ -93,7 +91,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 			s = 0
 		}
 	}
-	atomic.StoreUint64(r.ixSlot, 0)
+	atomic.StoreUint64(&r.rec.IndexSlot, 0)
 	return false
 }
 
@@ -133,13 +131,13 @@ func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 // holds), never the other way round.
 func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 	for {
-		atomic.StoreUint64(r.ixFP, uint64(e.fp))
-		atomic.StoreUint64(r.ixSlot, e.slot+1)
+		atomic.StoreUint64(&r.rec.IndexFP, uint64(e.fp))
+		atomic.StoreUint64(&r.rec.IndexSlot, e.slot+1)
 		if atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
-			atomic.StoreUint64(r.ixSlot, (e.slot+1)|header.IndexDone)
+			atomic.StoreUint64(&r.rec.IndexSlot, (e.slot+1)|header.IndexDone)
 			return e.slot, true
 		}
-		atomic.StoreUint64(r.ixSlot, 0) // the record names no entry
+		atomic.StoreUint64(&r.rec.IndexSlot, 0) // the record names no entry
 		var ok bool
 		if e, ok = x.find(h, id); !ok {
 			return 0, false

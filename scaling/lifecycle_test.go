@@ -372,7 +372,7 @@ func TestWriterClosingIsNotDead(t *testing.T) {
 	w, path := createFile(t, &Options{Seed: 1})
 	addRange(t, w, 0, 10)
 	r := openFile(t, path, &OpenOptions{ReadOnly: true})
-	op := w.recordOp(w.slot, 0)
+	op := &header.RecordAt(w.hot, w.slot, 0).Op
 	idle := atomic.LoadUint64(op)
 	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
 	slotReadHook = func(s int) {

@@ -115,7 +115,7 @@ func prefetchFor(c *chain, h hashes, id uint64, op uint64) {
 		return
 	}
 	for _, m := range c.f {
-		if id >= atomic.LoadUint64(m.minID) && id <= atomic.LoadUint64(m.maxID)&header.MaxID {
+		if id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
 			m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
 		}
 	}

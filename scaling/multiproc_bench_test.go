@@ -267,7 +267,7 @@ func BenchmarkMPAddOverhead(b *testing.B) {
 			for i := range w {
 				atomic.StoreUint64(&w[i], 0)
 			}
-			atomic.StoreUint64(m.items, 0)
+			atomic.StoreUint64(&m.line.Items, 0)
 			if m.own != nil {
 				atomic.StoreUint64(m.own, 0)
 			}

@@ -94,7 +94,7 @@ func childGrow() error {
 		id := uint64(i*nprocs + victim)
 		hits := 0
 		for _, m := range c.f {
-			if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
+			if id < atomic.LoadUint64(&m.line.MinID) || id > atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
 				continue
 			}
 			pp := pos[:m.desc.K]

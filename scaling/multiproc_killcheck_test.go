@@ -105,8 +105,15 @@ func killCheck(path string, lg *childproc.Shm, nprocs int, seed uint64, st *kill
 	return nil
 }
 
-func (k *killTrial) rec(s, r int, off int64) uint64 {
-	return atomic.LoadUint64(k.fi.hotWord(header.RecordOffset(s, r) + off))
+// rec reads record r of slot s, each word once.
+func (k *killTrial) rec(s, r int) header.Record {
+	w := header.RecordAt(k.fi.hot, s, r)
+	return header.Record{
+		Op: atomic.LoadUint64(&w.Op), Hash: atomic.LoadUint64(&w.Hash),
+		Changed: atomic.LoadUint64(&w.Changed), Doubt: atomic.LoadUint64(&w.Doubt),
+		Word: atomic.LoadUint64(&w.Word), New: atomic.LoadUint64(&w.New),
+		IndexSlot: atomic.LoadUint64(&w.IndexSlot), IndexFP: atomic.LoadUint64(&w.IndexFP),
+	}
 }
 
 // readRecords checks that the killed processes' slots are dead and collects
@@ -124,10 +131,10 @@ func (k *killTrial) readRecords() error {
 	}
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			op := k.rec(s, r, header.RecOpOffset)
+			x := k.rec(s, r)
+			op := x.Op
 			if t := header.OpWord(op).Op(); t != header.OpAdd && t != header.OpRemove {
-				if k.rec(s, r, header.RecChangedOffset) != 0 || k.rec(s, r, header.RecDoubtOffset) != 0 ||
-					k.rec(s, r, header.RecWordOffset) != 0 || k.rec(s, r, header.RecNewOffset) != 0 {
+				if x.Changed != 0 || x.Doubt != 0 || x.Word != 0 || x.New != 0 {
 					st.idleStray++ // possible once finish makes the op idle before clearing the masks and evidence
 				}
 				continue
@@ -136,8 +143,8 @@ func (k *killTrial) readRecords() error {
 			if !ok {
 				return fmt.Errorf("slot %d, which no child used, has a non-idle record %#x", s, op)
 			}
-			k.busy = append(k.busy, &busyRecord{slot: s, r: r, op: op, hash: k.rec(s, r, header.RecHashOffset),
-				chg: k.rec(s, r, header.RecChangedOffset), doubt: k.rec(s, r, header.RecDoubtOffset), proc: p})
+			k.busy = append(k.busy, &busyRecord{slot: s, r: r, op: op, hash: x.Hash,
+				chg: x.Changed, doubt: x.Doubt, proc: p})
 		}
 	}
 	st.busyRecords += len(k.busy)
@@ -150,8 +157,9 @@ func (k *killTrial) checkCondition() error {
 	fi, st, path := k.fi, k.st, k.path
 	_, ph := fi.words.Phase()
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(fi.hotWord(header.BootIDOffset)))
-	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(fi.hotWord(header.BootIDOffset+8)))
+	h := header.HotAt(fi.hot)
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
 	want := Unflushed
 	switch {
 	case ph == 0:
@@ -390,7 +398,7 @@ func (k *killTrial) solve() error {
 	counted := make([]uint64, k.nprocs)
 	for s, p := range k.slotOf {
 		for r := 0; r < header.RecordsPerSlot; r++ {
-			counted[p] += header.OpWord(k.rec(s, r, header.RecOpOffset)).Completed()
+			counted[p] += header.OpWord(k.rec(s, r).Op).Completed()
 		}
 	}
 	counterSols := 0

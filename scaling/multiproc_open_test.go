@@ -50,7 +50,7 @@ func TestMPOpenDuringFirstMark(t *testing.T) {
 	m := f.chain.Load().f[0]
 	paused, resume, marked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		marked <- f.words.MarkDirty(m.mark, func() {
+		marked <- f.words.MarkDirty(&m.line.Mark, func() {
 			close(paused)
 			<-resume
 			f.recordBoot()

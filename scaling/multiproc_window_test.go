@@ -225,7 +225,7 @@ func childWindowWriter(wp *winParams) error {
 		rep.MaxChain = max(rep.MaxChain, len(c.f))
 		late := 0
 		for _, mb := range c.f {
-			if mb.ix.allocated() {
+			if mb.indexAllocated() {
 				late++
 			}
 		}

@@ -214,7 +214,7 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 		w.finish(r, false)
 		return retryGone, nil
 	}
-	why, err := noRetry, f.ensureDirty(m.mark)
+	why, err := noRetry, f.ensureDirty(&m.line.Mark)
 	if err == nil {
 		why = placeAdd(w, c, m, kh, id, late, r)
 	}
@@ -316,7 +316,7 @@ func (f *Filter) retryWith(c *chain, why retry) (*chain, error) {
 
 // counters is the record as counting4 writes it.
 func (r *record) counters() counting4.Record {
-	return counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal}
+	return counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New}
 }
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
@@ -350,7 +350,7 @@ func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry,
 		w.finish(r, false)
 		return noRetry, f.goneErr(ErrNotPresent)
 	}
-	if err := f.ensureDirty(m.mark); err != nil {
+	if err := f.ensureDirty(&m.line.Mark); err != nil {
 		w.finish(r, false)
 		return noRetry, err
 	}
@@ -390,7 +390,7 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
 		w.finish(r, false)
 		return f.goneErr(ErrNotPresent)
 	}
-	if err := f.ensureDirty(m.mark); err != nil {
+	if err := f.ensureDirty(&m.line.Mark); err != nil {
 		w.finish(r, false)
 		return err
 	}
@@ -409,7 +409,7 @@ func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
 	if !m.cf.RemoveProbe(pr, &rec) {
 		return false
 	}
-	w.uncount(m, atomic.LoadUint64(r.changed) != 0)
+	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)
 	return true
 }
 
@@ -434,7 +434,7 @@ func rangeTarget(c *chain, h hashes, id uint64) (*member, counting4.Probe, error
 	var pr counting4.Probe
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
-		if id < atomic.LoadUint64(m.minID) || id > atomic.LoadUint64(m.maxID)&header.MaxID {
+		if id < atomic.LoadUint64(&m.line.MinID) || id > atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
 			continue
 		}
 		if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
@@ -457,7 +457,7 @@ func inRange(c *chain, id uint64) (*member, int) {
 	n := 0
 	for i := len(c.f) - 1; i >= 0 && n < 2; i-- {
 		m := c.f[i]
-		if id >= atomic.LoadUint64(m.minID) && id <= atomic.LoadUint64(m.maxID)&header.MaxID {
+		if id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
 			only = m
 			n++
 		}
@@ -470,7 +470,7 @@ func inRange(c *chain, id uint64) (*member, int) {
 func findLate(c *chain, h hashes, id uint64) (*member, lateEntry, bool) {
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
-		if !m.ix.allocated() {
+		if !m.indexAllocated() {
 			continue
 		}
 		kh := m.keyHash(h)
@@ -542,7 +542,7 @@ func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaSha
 		return routeLegacy(w, c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]
-	if id >= atomic.LoadUint64(n.minID) || !c.anySealed || id > c.frontier {
+	if id >= atomic.LoadUint64(&n.line.MinID) || !c.anySealed || id > c.frontier {
 		sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 		if !ok {
 			return nil, false, nil
@@ -564,7 +564,7 @@ func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaSha
 func routeSlack(w writer, c *chain, id uint64) *member {
 	for j := len(c.f) - 2; j >= 0; j-- {
 		m := c.f[j]
-		lo, hi := atomic.LoadUint64(m.minID), atomic.LoadUint64(m.maxID)&header.MaxID
+		lo, hi := atomic.LoadUint64(&m.line.MinID), atomic.LoadUint64(&m.line.MaxID)&header.MaxID
 		if lo <= id && id <= hi && w.admit(m, header.ItemLimit(m.desc.Capacity)) {
 			return m
 		}
@@ -576,7 +576,7 @@ func routeSlack(w writer, c *chain, id uint64) *member {
 // and outside every older one's slack widen the newest's range.
 func routeLegacy(w writer, c *chain, id uint64) *member {
 	n := c.f[len(c.f)-1]
-	if id < atomic.LoadUint64(n.minID) {
+	if id < atomic.LoadUint64(&n.line.MinID) {
 		if m := routeSlack(w, c, id); m != nil {
 			return m
 		}
@@ -603,7 +603,7 @@ func (sharedWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
 	}
-	p := atomic.AddUint64(m.pend, 1)
+	p := atomic.AddUint64(&m.line.Pending, 1)
 	if m.itemCount()+p <= limit {
 		return true
 	}
@@ -611,33 +611,33 @@ func (sharedWriter) admit(m *member, limit uint64) bool {
 	return false
 }
 
-func (m *member) unadmit() { atomic.AddUint64(m.pend, ^uint64(0)) }
+func (m *member) unadmit() { atomic.AddUint64(&m.line.Pending, ^uint64(0)) }
 
 // widen extends the filter's id range to hold id, before the counters change,
 // so a Remove with that id (from any process) finds the filter. It fails if
 // the range would have to grow and the filter is sealed.
 func (sharedWriter) widen(m *member, id uint64) bool {
 	for {
-		v := atomic.LoadUint64(m.maxID)
+		v := atomic.LoadUint64(&m.line.MaxID)
 		if id <= v&header.MaxID {
 			break
 		}
 		if v&header.Sealed != 0 {
 			return false
 		}
-		if atomic.CompareAndSwapUint64(m.maxID, v, id) {
+		if atomic.CompareAndSwapUint64(&m.line.MaxID, v, id) {
 			break
 		}
 	}
 	for {
-		v := atomic.LoadUint64(m.minID)
+		v := atomic.LoadUint64(&m.line.MinID)
 		if id >= v {
 			return true
 		}
-		if atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
+		if atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 {
 			return false
 		}
-		if atomic.CompareAndSwapUint64(m.minID, v, id) {
+		if atomic.CompareAndSwapUint64(&m.line.MinID, v, id) {
 			return true
 		}
 	}
@@ -655,7 +655,8 @@ func (f *Filter) ensureDirty(mark *uint64) error {
 }
 
 func (f *Filter) recordBoot() {
-	atomic.StoreUint64(f.hotWord(header.BootIDOffset), binary.LittleEndian.Uint64(f.bootID[:8]))
-	atomic.StoreUint64(f.hotWord(header.BootIDOffset+8), binary.LittleEndian.Uint64(f.bootID[8:]))
-	atomic.StoreUint64(f.hotWord(header.DirtySinceOffset), uint64(time.Now().UnixNano()))
+	h := header.HotAt(f.hot)
+	atomic.StoreUint64(&h.BootID[0], binary.LittleEndian.Uint64(f.bootID[:8]))
+	atomic.StoreUint64(&h.BootID[1], binary.LittleEndian.Uint64(f.bootID[8:]))
+	atomic.StoreUint64(&h.DirtySince, uint64(time.Now().UnixNano()))
 }

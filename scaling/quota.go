@@ -59,7 +59,7 @@ func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quota
 		return nil, false // the caller grows, which finds the new chain
 	}
 	chunk := quotaChunk(m.desc.Capacity)
-	if chunk < 2 || atomic.LoadUint64(m.maxID)&header.Sealed != 0 {
+	if chunk < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 {
 		// (No reservation on a sealed filter: a chain read before the
 		// growth would leave it there, unused, until Close.)
 		return nil, w.admit(m, limit)
@@ -73,13 +73,13 @@ func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quota
 	}
 	// Reserve a chunk and release what this shard handed out, in one step.
 	d := s.done.Swap(0)
-	p := atomic.AddUint64(m.pend, chunk-d)
+	p := atomic.AddUint64(&m.line.Pending, chunk-d)
 	if m.itemCount()+p <= limit || quotaSkipsCheck {
 		s.left = chunk - 1
 		s.mu.Unlock()
 		return s, true
 	}
-	atomic.AddUint64(m.pend, -chunk)
+	atomic.AddUint64(&m.line.Pending, -chunk)
 	s.mu.Unlock()
 	if w.admit(m, limit) {
 		return nil, true
@@ -114,7 +114,7 @@ func (m *member) reclaim() uint64 {
 		s := &m.quota[i]
 		s.mu.Lock()
 		if r := s.left + s.done.Swap(0); r > 0 {
-			atomic.AddUint64(m.pend, -r)
+			atomic.AddUint64(&m.line.Pending, -r)
 			total += r
 		}
 		s.left = 0

@@ -82,7 +82,7 @@ func TestChunkedAdmissionNeverOverfills(t *testing.T) {
 func TestWrappedPendingStillGrows(t *testing.T) {
 	f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
 	c, _ := f.current()
-	atomic.StoreUint64(c.f[0].pend, ^uint64(4)) // -5
+	atomic.StoreUint64(&c.f[0].line.Pending, ^uint64(4)) // -5
 	done := make(chan error, 1)
 	go func() {
 		for i := range 1000 {
@@ -141,13 +141,13 @@ func TestGrowGivesBackOwnReservations(t *testing.T) {
 			// items) and not yet released; six places reserved by another
 			// shard and not handed out. Room for six, all of it held by
 			// this handle: items + pending reach the capacity + 4.
-			atomic.AddUint64(m.items, 4)
+			atomic.AddUint64(&m.line.Items, 4)
 			m.quota[1].done.Add(4)
 			m.quota[0].mu.Lock()
 			m.quota[0].left = 6
 			m.quota[0].mu.Unlock()
-			atomic.AddUint64(m.pend, 10)
-			if got := m.itemCount() + atomic.LoadUint64(m.pend); got != capacity+4 {
+			atomic.AddUint64(&m.line.Pending, 10)
+			if got := m.itemCount() + atomic.LoadUint64(&m.line.Pending); got != capacity+4 {
 				t.Fatalf("items + pending = %d, want %d", got, capacity+4)
 			}
 			if err := f.grow(c.end, growFull); err != nil {

@@ -83,7 +83,7 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 		// an Add widens it before the min id (and before its counters),
 		// so a filter an Add with an id at or above the cut is entering
 		// reads hi ≥ id here. An empty filter's max id is 0.
-		hi := atomic.LoadUint64(f.filterWord(m.Filters[n].Slot, header.FilterMaxIDOffset)) & header.MaxID
+		hi := atomic.LoadUint64(&header.LineAt(f.hot, m.Filters[n].Slot).MaxID) & header.MaxID
 		if hi >= id {
 			break
 		}
@@ -104,7 +104,7 @@ func retirable(c *chain, id uint64) bool {
 	if len(c.f) < 2 {
 		return false
 	}
-	return atomic.LoadUint64(c.f[0].maxID)&header.MaxID < id
+	return atomic.LoadUint64(&c.f[0].line.MaxID)&header.MaxID < id
 }
 
 // retireFront retires the first n filters of m, called with the growth
@@ -117,7 +117,7 @@ func retirable(c *chain, id uint64) bool {
 func (f *Filter) retireFront(m *header.Meta, n int) error {
 	newest := m.Filters[len(m.Filters)-1].Slot
 	// The hot word and the directory change: mark the file dirty first.
-	if err := f.ensureDirty(f.filterWord(newest, header.FilterMarkOffset)); err != nil {
+	if err := f.ensureDirty(&header.LineAt(f.hot, newest).Mark); err != nil {
 		return err
 	}
 	r := m.Retired + uint64(n)

@@ -496,20 +496,20 @@ func TestRetireWidenRace(t *testing.T) {
 	if m.gone() {
 		t.Fatal("retired already")
 	}
-	if err := f.ensureDirty(m.mark); err != nil {
+	if err := f.ensureDirty(&m.line.Mark); err != nil {
 		t.Fatal(err)
 	}
 	// widen's first half: the max id.
-	if v := atomic.LoadUint64(m.maxID); v&header.Sealed != 0 || !atomic.CompareAndSwapUint64(m.maxID, v, id) {
+	if v := atomic.LoadUint64(&m.line.MaxID); v&header.Sealed != 0 || !atomic.CompareAndSwapUint64(&m.line.MaxID, v, id) {
 		t.Fatal("max CAS")
 	}
-	vmin := atomic.LoadUint64(m.minID)
+	vmin := atomic.LoadUint64(&m.line.MinID)
 	// Preempted here: other Adds fill the filter and a growth seals it.
-	atomic.AddUint64(m.pend, 99)
+	atomic.AddUint64(&m.line.Pending, 99)
 	if err := f.grow(c.end, growFull); err != nil {
 		t.Fatal(err)
 	}
-	atomic.AddUint64(m.pend, ^uint64(98))
+	atomic.AddUint64(&m.line.Pending, ^uint64(98))
 	type res struct {
 		n   int
 		err error
@@ -521,13 +521,13 @@ func TestRetireWidenRace(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond) // a retirement of the filter would now wait for the record
-	if !atomic.CompareAndSwapUint64(m.minID, vmin, id) {
+	if !atomic.CompareAndSwapUint64(&m.line.MinID, vmin, id) {
 		t.Fatal("min CAS failed")
 	}
 	var pos [counting4.MaxK]uint64
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
-	m.cf.AddAt(p, &counting4.Record{Changed: r.changed, Doubt: r.doubt, Word: r.word, New: r.newVal})
+	m.cf.AddAt(p, &counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New})
 	f.w.count(m, 1)
 	f.w.release(m, sh)
 	f.w.finish(r, true) // the Add returns nil

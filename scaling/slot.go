@@ -26,22 +26,19 @@ func (f *Filter) claimSlot() error {
 				return err
 			}
 		}
-		w, err := f.r.Words(header.SlotOffset(s), header.SlotSize/8)
-		if err != nil {
-			return err
-		}
 		if f.slotInFlight(s) > 0 {
 			if f.file != nil {
 				f.file.Unlock(header.SlotOffset(s))
 			}
 			continue
 		}
+		sl := header.SlotAt(f.hot, s)
 		var tok [8]byte
 		rand.Read(tok[:])
-		atomic.StoreUint64(&w[header.SlotOwnerOffset/8], binary.LittleEndian.Uint64(tok[:])|1)
-		atomic.StoreUint64(&w[header.SlotPIDOffset/8], uint64(os.Getpid()))
-		atomic.StoreUint64(&w[header.SlotOpenedOffset/8], uint64(time.Now().UnixNano()))
-		f.slot, f.slotWord = s, w
+		atomic.StoreUint64(&sl.Owner, binary.LittleEndian.Uint64(tok[:])|1)
+		atomic.StoreUint64(&sl.PID, uint64(os.Getpid()))
+		atomic.StoreUint64(&sl.Opened, uint64(time.Now().UnixNano()))
+		f.slot = s
 		if c := f.chain.Load(); c != nil {
 			// The chain was loaded before the slot was claimed.
 			for _, m := range c.f {
@@ -51,21 +48,17 @@ func (f *Filter) claimSlot() error {
 			}
 		}
 		for r := range f.rec {
-			base := (r + 1) * header.LineSize / 8
 			rc := &f.rec[r]
-			rc.op, rc.hash = &w[base+header.RecOpOffset/8], &w[base+header.RecHashOffset/8]
-			rc.changed, rc.doubt = &w[base+header.RecChangedOffset/8], &w[base+header.RecDoubtOffset/8]
-			rc.word, rc.newVal = &w[base+header.RecWordOffset/8], &w[base+header.RecNewOffset/8]
-			rc.ixSlot, rc.ixFP = &w[base+header.RecIndexSlotOffset/8], &w[base+header.RecIndexFPOffset/8]
+			rc.rec = &sl.Records[r]
 			// Every record is idle here, but a writer killed inside finish
 			// (after the op word went idle) may have left its masks and
 			// evidence set.
-			atomic.StoreUint64(rc.changed, 0)
-			atomic.StoreUint64(rc.doubt, 0)
-			atomic.StoreUint64(rc.word, 0)
-			atomic.StoreUint64(rc.newVal, 0)
-			atomic.StoreUint64(rc.ixSlot, 0)
-			atomic.StoreUint64(rc.ixFP, 0)
+			atomic.StoreUint64(&rc.rec.Changed, 0)
+			atomic.StoreUint64(&rc.rec.Doubt, 0)
+			atomic.StoreUint64(&rc.rec.Word, 0)
+			atomic.StoreUint64(&rc.rec.New, 0)
+			atomic.StoreUint64(&rc.rec.IndexSlot, 0)
+			atomic.StoreUint64(&rc.rec.IndexFP, 0)
 			rc.busy.Store(false)
 		}
 		return nil
@@ -73,16 +66,11 @@ func (f *Filter) claimSlot() error {
 	return ErrNoSlot
 }
 
-// recordOp is the op word of record r of slot s.
-func (f *Filter) recordOp(s, r int) *uint64 {
-	return f.hotWord(header.RecordOffset(s, r) + header.RecOpOffset)
-}
-
 // slotInFlight counts the records of slot s that hold an operation in flight.
 func (f *Filter) slotInFlight(s int) int {
 	n := 0
 	for r := 0; r < header.RecordsPerSlot; r++ {
-		if header.OpWord(atomic.LoadUint64(f.recordOp(s, r))).InFlight() {
+		if header.OpWord(atomic.LoadUint64(&header.RecordAt(f.hot, s, r).Op)).InFlight() {
 			n++
 		}
 	}
@@ -93,7 +81,7 @@ func (f *Filter) releaseSlot() {
 	if f.slot < 0 {
 		return
 	}
-	atomic.StoreUint64(&f.slotWord[header.SlotOwnerOffset/8], 0)
+	atomic.StoreUint64(&header.SlotAt(f.hot, f.slot).Owner, 0)
 	if f.file != nil {
 		f.file.Unlock(header.SlotOffset(f.slot))
 	}
@@ -111,12 +99,12 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *rec
 		// lets finish make the op word idle before it clears the masks. The
 		// hash is stored before the op word names the operation.
 		if r.busy.CompareAndSwap(false, true) {
-			counting4.StoreOrdered(r.hash, h)
-			old := atomic.LoadUint64(r.op)
+			counting4.StoreOrdered(&r.rec.Hash, h)
+			old := atomic.LoadUint64(&r.rec.Op)
 			// A sequentially consistent store: the caller reads the state
 			// word next, and a flush must not miss this record (x86 may
 			// otherwise let that load pass this store).
-			atomic.StoreUint64(r.op, uint64(header.OpWord(old).Begin(op, filter)))
+			atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, filter)))
 			return r
 		}
 		if i == (h%n+n-1)%n {
@@ -139,13 +127,13 @@ func (sharedWriter) finish(r *record, completed bool) {
 // idle record with stray masks or evidence, which mean nothing and which
 // claimSlot clears.)
 func (r *record) end(completed bool) {
-	counting4.StoreOrdered(r.op, uint64(header.OpWord(atomic.LoadUint64(r.op)).Finish(completed)))
-	counting4.StoreOrdered(r.changed, 0)
-	counting4.StoreOrdered(r.doubt, 0)
-	counting4.StoreOrdered(r.word, 0)
-	counting4.StoreOrdered(r.newVal, 0)
-	if atomic.LoadUint64(r.ixSlot) != 0 || atomic.LoadUint64(r.ixFP) != 0 {
-		counting4.StoreOrdered(r.ixSlot, 0)
-		counting4.StoreOrdered(r.ixFP, 0)
+	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Finish(completed)))
+	counting4.StoreOrdered(&r.rec.Changed, 0)
+	counting4.StoreOrdered(&r.rec.Doubt, 0)
+	counting4.StoreOrdered(&r.rec.Word, 0)
+	counting4.StoreOrdered(&r.rec.New, 0)
+	if atomic.LoadUint64(&r.rec.IndexSlot) != 0 || atomic.LoadUint64(&r.rec.IndexFP) != 0 {
+		counting4.StoreOrdered(&r.rec.IndexSlot, 0)
+		counting4.StoreOrdered(&r.rec.IndexFP, 0)
 	}
 }

@@ -81,9 +81,9 @@ func (f *Filter) Snapshot(s *Snapshot) error {
 	}
 	s.Filters = s.Filters[:len(c.f)]
 	for i, m := range c.f {
-		maxID := atomic.LoadUint64(m.maxID)
+		maxID := atomic.LoadUint64(&m.line.MaxID)
 		fs := &s.Filters[i]
-		fs.Index, fs.FirstID, fs.LastID, fs.Sealed = m.idx, atomic.LoadUint64(m.minID), maxID&header.MaxID, maxID&header.Sealed != 0
+		fs.Index, fs.FirstID, fs.LastID, fs.Sealed = m.idx, atomic.LoadUint64(&m.line.MinID), maxID&header.MaxID, maxID&header.Sealed != 0
 		fs.Count, fs.Capacity, fs.ErrorTarget = m.itemCount(), m.desc.Capacity, m.desc.ErrorRate
 		fs.K, fs.Counters, fs.Bytes, fs.Offset = m.desc.K, m.desc.Counters, m.desc.Length, m.desc.Offset
 	}

@@ -65,8 +65,9 @@ func (f *Filter) condition() (Condition, string) {
 	// The boot identity is recorded before the phase leaves clean (see
 	// seqnum.MarkDirty), so a mark in progress never reads as another boot's.
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(f.hotWord(header.BootIDOffset)))
-	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(f.hotWord(header.BootIDOffset+8)))
+	h := header.HotAt(f.hot)
+	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
+	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
 	if b != f.bootID {
 		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
 	}
@@ -94,7 +95,7 @@ func (f *Filter) deadInFlight() int {
 // unowned, it is still unowned afterwards, and its owner word did not
 // change meanwhile (a claim writes a new token; a close writes 0).
 func (f *Filter) slotDeadInFlight(s int) int {
-	owner := f.hotWord(header.SlotOffset(s) + header.SlotOwnerOffset)
+	owner := &header.SlotAt(f.hot, s).Owner
 	for f.slotInFlight(s) > 0 {
 		if slotReadHook != nil {
 			slotReadHook(s)
@@ -203,16 +204,16 @@ func (f *Filter) Stats() Stats {
 	}
 	s.Retired = c.base
 	for _, m := range c.f {
-		items, maxID := m.itemCount(), atomic.LoadUint64(m.maxID)
+		items, maxID := m.itemCount(), atomic.LoadUint64(&m.line.MaxID)
 		lay := counting4.Layout(m.desc.LayoutID)
 		fs := FilterStats{
-			Index: m.idx, FirstID: atomic.LoadUint64(m.minID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,
+			Index: m.idx, FirstID: atomic.LoadUint64(&m.line.MinID), LastID: maxID & header.MaxID, Sealed: maxID&header.Sealed != 0,
 			Capacity: m.desc.Capacity, Count: items, Fill: float64(items) / float64(m.desc.Capacity),
 			ErrorTarget: m.desc.ErrorRate, EstimatedFPR: lay.EstimateFPR(m.desc.Counters, m.desc.K, items),
 			K: m.desc.K, Counters: m.desc.Counters, Bytes: m.desc.Length, Offset: m.desc.Offset,
 			Layout: lay.String(), Hash: header.HashName(uint32(m.desc.HashID)),
-			Dirty:     ph != seqnum.Clean && atomic.LoadUint64(m.mark)&^seqnum.Pending == ep,
-			LateIndex: m.ix.allocated(),
+			Dirty:     ph != seqnum.Clean && atomic.LoadUint64(&m.line.Mark)&^seqnum.Pending == ep,
+			LateIndex: m.indexAllocated(),
 		}
 		s.Count += items
 		s.EstimatedFPR += fs.EstimatedFPR

@@ -95,7 +95,7 @@ func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
 		dead = 0
 		for s := 0; s < header.NumSlots; s++ {
 			for rec := 0; rec < header.RecordsPerSlot; rec++ {
-				op := header.OpWord(atomic.LoadUint64(f.recordOp(s, rec)))
+				op := header.OpWord(atomic.LoadUint64(&header.RecordAt(f.hot, s, rec).Op))
 				if !op.InFlight() || slots&(1<<op.Filter()) == 0 {
 					continue
 				}
