@@ -122,6 +122,10 @@ type guard struct {
 type record struct {
 	rec  *header.Record // the mapped words (Word, New: the evidence of the CAS in doubt)
 	busy atomic.Bool    // claimed by a goroutine of a shared handle
+	// A line each, as when the record held its eight word pointers: the
+	// goroutines of a handle claim busy flags at once, and four records to
+	// a line would make their claims contend.
+	_ [64 - 16]byte
 }
 
 // Create creates a new file at path with the given options (nil = defaults)
