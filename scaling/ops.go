@@ -158,9 +158,9 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 //	route   pick the filter (route, findLate, rangeTarget)
 //	admit   reserve the Add's place in it (inside route: admit, admitChunked)
 //	claim   start the block's miss, publish the operation in a record (claim)
-//	gate    read the state after the record is published (gone): back out
-//	        of a filter retired, or a file frozen, since the chain was read
-//	dirty   the dirty-first rule (ensureDirty)
+//	gate    read the state after the record is published (gone; I2): back
+//	        out of a filter retired, or a file frozen, since the chain was read
+//	dirty   the dirty-first rule (ensureDirty; I1)
 //	range   where a Remove will find it: the id range (widen) or the
 //	        late-add index entry (insert; a Remove claims it)
 //	apply   change the counters (AddProbe, RemoveProbe)
@@ -225,7 +225,7 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 	}
 	rec := r.counters()
 	m.cf.AddProbe(pr, &rec)
-	// Count, then release the admission: never fewer than the Adds admitted.
+	// Count, then release the admission (I7).
 	w.count(m, 1)
 	w.release(m, sh)
 	w.finish(r, true)
@@ -236,9 +236,8 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 // starts the miss of the key's block (the bookkeeping that follows
 // overlaps a prefetch, where a load would hold up its locked
 // instructions) and publishes the operation in a record. The caller reads
-// the state word next (the gate, gone; see stop.go): the record is
-// published first, so a flush, retirement or freeze that stops writers
-// sees this operation in flight, or it sees them.
+// the state word next (the gate, gone): record first, then the state word
+// (I2, docs/PROTOCOLS.md).
 func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.Probe, r *record) {
 	kh = m.keyHash(h)
 	pr = m.cf.Prepare(kh)
@@ -269,12 +268,10 @@ func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
 }
 
 // placeAdd records the Add where a Remove from any process finds it, before
-// the counters change. A late Add leaves the id range alone and records
-// itself in the filter's index; if the pair's probe window is full, a new
-// filter takes it (never a range widened over an older filter's, which
-// would make Removes of other keys ambiguous). Any other Add widens the
-// range, which fails if a growth sealed the filter since the chain was
-// read: the Add raced it and moves to the new filter.
+// the counters change: a late Add in the filter's index, a full probe
+// window moving it to a new filter (I9); any other Add by widening the
+// range (I8), which fails if a growth sealed the filter since the chain
+// was read: the Add raced it and moves to the new filter.
 func placeAdd(w writer, c *chain, m *member, kh, id uint64, late bool, r *record) retry {
 	if late {
 		if m.ix.insert(kh, id, r) {
@@ -321,10 +318,9 @@ func (r *record) counters() counting4.Record {
 
 func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	// A late Add (see route) is in the filter whose index holds it, whatever
-	// the id ranges say; its index entry is the copy's token, which one
-	// Remove claims before it changes the counters. One that loses the
-	// entry to a concurrent Remove of the same pair looks again: another
-	// late copy, or the copy its id range holds.
+	// the id ranges say; its entry is claimed before the counters change
+	// (I10). One that loses the entry looks again: another late copy, or
+	// the copy its id range holds.
 	for {
 		m, e, late := findLate(c, h, id)
 		if !late {
@@ -336,9 +332,8 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	}
 }
 
-// removeLate removes the late Add of (key, id) whose index entry in m is e.
-// The entry is claimed (cleared) before the counters change, and the
-// record says so (IndexDone): Repair puts the entry back for a Remove it
+// removeLate removes the late Add of (key, id) whose index entry in m is e:
+// claim, then counters (I10); Repair puts the entry back for a Remove it
 // undoes (recover/lateindex.go).
 func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry, error) {
 	kh, pr, r := f.claim(m, h, header.OpRemove)
@@ -523,9 +518,7 @@ func setLegacyRouting(on bool) { legacyRouting.Store(on) }
 
 // route picks the filter an Add with id goes to and admits the Add there
 // (see admit), or returns nil if the newest filter is full and the chain
-// must grow first. The newest filter's id range never widens over an id at
-// or below the frontier (the largest id of the sealed filters' ranges), so
-// no two filters claim one id:
+// must grow first. No two filters claim one id (I8, I9):
 //   - an id inside or above the newest filter's range, or above the
 //     frontier, goes to the newest (widening its range);
 //   - an id inside the sealed range of an older filter goes to that filter
@@ -587,18 +580,13 @@ func routeLegacy(w writer, c *chain, id uint64) *member {
 	return n
 }
 
-// admit reserves room for one more item in m, holding at most limit: the
-// pending word counts the Adds that passed this check and have not yet
-// incremented the item count (they do that, then release the admission).
-// Each check counts every Add admitted before it, in this process or any
-// other, as pending or as an item, so no filter ever takes more than limit
-// items, however many writers race for the last places. A check that fails
-// also counted Adds that are being turned away at the same moment, so a
-// filter within a few items of its limit can be called full early: the
-// chain then grows a little early, which costs bytes, never accuracy (and
-// grow checks again under its lock). A writer that dies between admit and
-// unadmit leaves pending too high: the filter looks fuller, which is safe,
-// until Repair zeroes it.
+// admit reserves room for one more item in m, holding at most limit (the
+// admission bound, I7): raise pending, then check items + pending. A
+// check that fails also counted Adds being turned away at the same
+// moment, so a filter within a few items of its limit can be called full
+// early: the chain grows a little early, which costs bytes, never accuracy
+// (grow checks again under its lock). A writer that dies between admit
+// and unadmit leaves pending too high until Repair zeroes it.
 func (sharedWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
@@ -613,9 +601,9 @@ func (sharedWriter) admit(m *member, limit uint64) bool {
 
 func (m *member) unadmit() { atomic.AddUint64(&m.line.Pending, ^uint64(0)) }
 
-// widen extends the filter's id range to hold id, before the counters change,
-// so a Remove with that id (from any process) finds the filter. It fails if
-// the range would have to grow and the filter is sealed.
+// widen extends the filter's id range to hold id, max id then min id,
+// before the counters change (I8). It fails if the range would have to
+// grow and the filter is sealed.
 func (sharedWriter) widen(m *member, id uint64) bool {
 	for {
 		v := atomic.LoadUint64(&m.line.MaxID)
@@ -643,8 +631,8 @@ func (sharedWriter) widen(m *member, id uint64) bool {
 	}
 }
 
-// ensureDirty applies the dirty-first rule before a change to the filter
-// whose mark word is mark.
+// ensureDirty applies the dirty-first rule (I1, docs/PROTOCOLS.md) before
+// a change to the filter whose mark word is mark.
 func (f *Filter) ensureDirty(mark *uint64) error {
 	if seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(mark)) {
 		return nil

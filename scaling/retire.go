@@ -45,9 +45,8 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 	if _, err := f.writableChain(); err != nil {
 		return 0, err
 	}
-	// On an exclusive handle its Dekker handshake with the records needs
-	// them in order (see exclWriter.claimRecord): none is in flight under
-	// wmu.
+	// On an exclusive handle, the hold (I18): no record is in flight under
+	// wmu, as the handshake of I2 needs (see exclWriter.claimRecord).
 	defer f.w.holdOps(f)()
 	g, err := f.enter(0)
 	if err != nil {
@@ -79,10 +78,8 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 		n = int(min(r-m.Retired, uint64(len(m.Filters)-1)))
 	}
 	for n < len(m.Filters)-1 {
-		// The max id alone decides: it is the word the seal guards, and
-		// an Add widens it before the min id (and before its counters),
-		// so a filter an Add with an id at or above the cut is entering
-		// reads hi ≥ id here. An empty filter's max id is 0.
+		// The max id alone decides (I13): it is the word the seal guards,
+		// widened first. An empty filter's max id is 0.
 		hi := atomic.LoadUint64(&header.LineAt(f.hot, m.Filters[n].Slot).MaxID) & header.MaxID
 		if hi >= id {
 			break
@@ -108,15 +105,13 @@ func retirable(c *chain, id uint64) bool {
 }
 
 // retireFront retires the first n filters of m, called with the growth
-// lock held. The hot retired word goes first: from then on lookups skip
-// the filters, and an operation that claims a record on one of them sees
-// the word after its record is published and backs out (the retirement
-// of stop.go, which waitRecords completes). Then the directory loses them, and
-// once no live operation can still be changing them their blocks are
-// discarded.
+// lock held (I13, docs/PROTOCOLS.md): the hot retired word first (an
+// operation on a retired filter then backs out at its gate, I2), then the
+// directory, then, once waitRecords finds no live operation in them, the
+// blocks.
 func (f *Filter) retireFront(m *header.Meta, n int) error {
 	newest := m.Filters[len(m.Filters)-1].Slot
-	// The hot word and the directory change: mark the file dirty first.
+	// The hot word and the directory change: dirty first (I1).
 	if err := f.ensureDirty(&header.LineAt(f.hot, newest).Mark); err != nil {
 		return err
 	}
@@ -174,14 +169,10 @@ func (f *Filter) routeAgain() (*chain, error) {
 var errRetired = errors.New("dablooms: filter retired")
 
 // gone reports whether m has been retired since the caller's chain was
-// read. A member that is gone must not touch its line any more: the entry
-// may already hold a new filter. An operation that claimed a record on m
-// checks it after the record is published, and backs out if so (see
-// retireFront).
-//
-// A member is gone too while a rewrite freezes or has replaced the file
-// (replace.go): the operation backs out the same way, and goneErr then
-// waits for the rewrite and starts it over.
+// read (I13), or a rewrite freezes or has replaced the file (I14): the
+// gate, read after the record is published (I2). A member that is gone
+// must not touch its line any more: the entry may already hold a new
+// filter. After a rewrite goneErr waits for it and starts over.
 func (m *member) gone() bool {
 	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !skipRetiredCheck
 }

@@ -101,9 +101,9 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *rec
 		if r.busy.CompareAndSwap(false, true) {
 			counting4.StoreOrdered(&r.rec.Hash, h)
 			old := atomic.LoadUint64(&r.rec.Op)
-			// A sequentially consistent store: the caller reads the state
-			// word next, and a flush must not miss this record (x86 may
-			// otherwise let that load pass this store).
+			// Record first, then the state word (I2, docs/PROTOCOLS.md):
+			// a sequentially consistent store, or x86 may let the caller's
+			// load of the state word pass it.
 			atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, filter)))
 			return r
 		}
@@ -120,12 +120,10 @@ func (sharedWriter) finish(r *record, completed bool) {
 	r.busy.Store(false)
 }
 
-// end completes the operation: the record is idle again and its count of
-// completed operations is one higher, in one atomic store. Only then are the
-// masks and the evidence cleared: while the op word names the operation,
-// Changed must name every counter it changed. (A death in between leaves an
-// idle record with stray masks or evidence, which mean nothing and which
-// claimSlot clears.)
+// end completes the operation: the record goes idle (completed count + 1)
+// in one atomic store, and only then are the masks and the evidence
+// cleared (I6). (A death in between leaves an idle record with stray masks
+// or evidence, which mean nothing and which claimSlot clears.)
 func (r *record) end(completed bool) {
 	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Finish(completed)))
 	counting4.StoreOrdered(&r.rec.Changed, 0)

@@ -9,42 +9,29 @@ import (
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
-// Stopping writers: the ways, one name each.
+// Stopping writers: the ways, one name each (docs/PROTOCOLS.md, "Stopping
+// writers"). Every one rests on publish-then-check (I2): on the writer's
+// side each is one check, at the gate step of an Add or a Remove (ops.go).
 //
-// Every one rests on the record handshake: a writer publishes its record
-// (claimRecord) before it reads the word that would stop it, and whoever
-// stops writers stores that word before it reads the records; so either
-// the writer sees the word, or the stopper sees the record in flight.
-// On the writer's side each is one check, at the gate step of an Add or a
-// Remove (ops.go).
-//
-//   - Flush phase (flush.go; seqnum calls it freezing writers): under the
-//     flush lock, Flush moves the state word to Flushing, and claims the
-//     file clean only if no record was in flight (recordTotals). A writer
-//     that reads Flushing after its record is published goes back to
-//     Marking (ensureDirty), which makes the flush fail to claim clean:
-//     it stops writers only while it marks the file dirty.
-//   - Retirement (retire.go): the hot retired word, then waitRecords for
-//     the retired filters' entries. It stops only the writers on those
-//     filters: their member is gone, and they start over on the new chain
-//     (retryGone).
-//   - Freeze (freeze, below): under the growth and flush locks, the hot
-//     replaced word at ReplaceFreezing, then waitRecords for every entry.
-//     It stops every writer of the file, in every process: their members
-//     are gone, and they wait (waitReplace) until the word changes. Two
-//     holders use it, with the same locks and the same word: a whole-file
-//     rewrite (Freeze, until Done or Abort; replace.go) and the exclusive
-//     writer (takeExclusive, until Close; exclusive.go), which alone reads
-//     its own replaced word (noReplace) and so is not stopped. A holder
-//     that dies leaves the word for the next holder of the growth lock to
-//     thaw (thaw).
-//   - Hold (writer.holdOps): the exclusive writer's mutex wmu, which stops
-//     the handle's own goroutines while its Flush, RetireBefore or Close
-//     runs: their records are not published in order (exclWriter).
-//   - Closed-file rewrite: a file before version 1.3 has no replaced word
-//     its handles read (Freeze returns ErrNotLive), so a rewrite waits
-//     until no handle has it open (the open lock, header.OpenLockOffset,
-//     taken by the rewrite in recover).
+//   - Flush phase (flush.go; seqnum calls it freezing writers), I3: a
+//     writer that reads Flushing goes back to Marking (ensureDirty), so it
+//     stops writers only while it marks the file dirty.
+//   - Retirement (retire.go), I13: the hot retired word, then waitRecords
+//     for the retired filters' entries; their writers start over on the
+//     new chain (retryGone).
+//   - Freeze (freeze, below), I14: the hot replaced word at
+//     ReplaceFreezing, under the growth and flush locks; writers wait
+//     (waitReplace) until the word changes. Two holders use it: a
+//     whole-file rewrite (Freeze, until Done or Abort; replace.go) and the
+//     exclusive writer (takeExclusive, until Close; exclusive.go; I18),
+//     which alone reads its own replaced word (noReplace). A dead holder's
+//     word is thawed by the next holder of the growth lock (thaw).
+//   - Hold (writer.holdOps), I18: the exclusive writer's mutex wmu, which
+//     stops the handle's own goroutines while its Flush, RetireBefore or
+//     Close runs: their records are not published in order (exclWriter).
+//   - Closed-file rewrite, I21: a file before version 1.3 is rewritten only
+//     while no handle has it open (header.OpenLockOffset, taken by the
+//     rewrite in recover).
 //
 // Close (shutdown) does not stop other writers; it waits for its own
 // handle's operations (their guards), then holds them (above).
@@ -67,11 +54,11 @@ func lockFreeze(mf *mmapfile.File, wait time.Duration) (unlock func(), held stri
 	}, "", nil
 }
 
-// freeze stops every writer of the file (see above), f holding the locks
-// of lockFreeze: it stores ReplaceFreezing and waits until no live writer
-// has an operation in flight (a dead writer's records stay, for Repair).
-// If they do not finish within the lock timeout it stores ReplaceNone
-// again and returns ErrLockTimeout.
+// freeze stops every writer of the file (I14, see above), f holding the
+// locks of lockFreeze: it stores ReplaceFreezing and waits until no live
+// writer has an operation in flight (a dead writer's records stay, for
+// Repair). If they do not finish within the lock timeout it stores
+// ReplaceNone again and returns ErrLockTimeout.
 func (f *Filter) freeze() error {
 	return mmapfile.Guard(func() error {
 		atomic.StoreUint64(f.replaced, header.ReplaceFreezing)
