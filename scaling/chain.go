@@ -133,7 +133,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 
 // stale reports whether another handle or process has published filters
 // or retired some since c was built, or a rewrite is replacing the file
-// (the three words share a line: one miss at most).
+// (I12; the three words share a line: one miss at most).
 func (f *Filter) stale(c *chain) bool {
 	return f.chainStale(c) || (atomic.LoadUint64(f.replaced) != header.ReplaceNone && !skipReplaceCheck)
 }
@@ -215,9 +215,8 @@ const (
 //
 // growIndexFull appends whatever the newest filter's item count: a pair
 // (key, id) added late more than header.IndexMaxProbe times fills its
-// probe window, which holds only its copies; rather than widen the range
-// over an older filter's (which would make Removes of other keys
-// ambiguous), the copies that follow go to the next filter's index.
+// probe window, which holds only its copies, and the copies that follow go
+// to the next filter's index (I9; never a widened range, I8).
 func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	appendOne := why != growFinish
 	unlock, err := f.lockGrowth()
@@ -283,9 +282,8 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	}
 	d.Slot = i
 	// The seal below changes the newest filter's line, and the growth
-	// writes the directory, a filter line and new blocks: mark the file
-	// dirty first, so a file that reads clean was not grown since its flush
-	// (but see docs/FORMAT.md: a flush may still land during the growth).
+	// writes the directory, a filter line and new blocks: dirty first (I1;
+	// but see docs/FORMAT.md: a flush may still land during the growth).
 	if err := f.ensureDirty(&lastLine.Mark); err != nil {
 		return err
 	}
@@ -329,13 +327,11 @@ func (f *Filter) freeSlot(m *header.Meta) (int, error) {
 }
 
 // publish makes every filter of the directory m published, called with the
-// growth lock held. Each filter that has a successor is sealed first: an
-// Add still holding the old chain can no longer widen its id range and is
-// moved to the new filter, so a new filter's ids lie above every id already
-// routed to an older one. Only then is the count stored, so no handle
-// routes an Add to a filter before the one it follows is sealed. A growth
-// whose process died after writing the directory is finished here by the
-// next grower or read-write Open.
+// growth lock held: each filter that has a successor is sealed first (I8),
+// and only then is the count stored (I11, docs/PROTOCOLS.md). An Add still
+// holding the old chain can then no longer widen its id range and is moved
+// to the new filter. A growth whose process died after writing the
+// directory is finished here by the next grower or read-write Open.
 func (f *Filter) publish(m *header.Meta) error {
 	n := len(m.Filters)
 	pub := int(min(max(int64(atomic.LoadUint64(f.published))-int64(m.Retired), 0), int64(n)))
@@ -345,8 +341,7 @@ func (f *Filter) publish(m *header.Meta) error {
 		if atomic.LoadUint64(&l.MaxID)&header.Sealed != 0 {
 			continue
 		}
-		// The seal changes the filter's line: mark it dirty first, so a
-		// clean claim never covers it.
+		// The seal changes the filter's line: dirty first (I1).
 		if err := f.ensureDirty(&l.Mark); err != nil {
 			return err
 		}
@@ -363,9 +358,7 @@ func (f *Filter) publish(m *header.Meta) error {
 // the function that releases both.
 //
 // The lock belongs to the handle's descriptor, so growMu serialises this
-// handle's holders; both are taken before mu, so that a wait for another
-// process's growth or rewrite never holds up the lookups that refresh the
-// chain under mu.
+// handle's holders; both are taken before mu (I17).
 //
 // A whole-file rewrite holds the growth lock from Freeze to Done or Abort
 // (replace.go). So lockGrowth waits in steps, and returns errRetry (having

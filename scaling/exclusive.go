@@ -9,7 +9,8 @@ import (
 	"github.com/dablooms/dablooms/header"
 )
 
-// The exclusive writer (OpenOptions.Exclusive).
+// The exclusive writer (OpenOptions.Exclusive); its rules are I18 of
+// docs/PROTOCOLS.md.
 //
 // Every modification of a shared handle is a chain of locked instructions:
 // a compare-and-swap per counter word, and the bookkeeping that lets other
@@ -21,32 +22,27 @@ import (
 // exclusive handle is the file's only writer while it is open, so none
 // of that is needed:
 //
-//   - Across processes and handles it holds the freeze of a rewrite
-//     (stop.go): the growth and flush locks, and the replaced word at
-//     ReplaceFreezing, having waited for the live writers' operations in
-//     flight. Every other writer then waits for it (waitReplace: up to its
-//     LockTimeout, then ErrLockTimeout); lookups everywhere go on. Close
-//     stores ReplaceNone and releases the locks; if the process dies, the
-//     next writer that takes the growth lock thaws the word (thaw), as it
-//     does after a rewrite that died.
+//   - Across processes and handles it holds the freeze of a rewrite (I14,
+//     stop.go) from Open to Close: every other writer waits (waitReplace),
+//     lookups everywhere go on, and if the process dies the next holder of
+//     the growth lock thaws the word (thaw).
 //   - Inside the process its modifications, Flush and RetireBefore take
-//     one mutex (wmu): two locked instructions per operation in place of
-//     a dozen or more, and none between the key's prefetch and its
-//     counters.
+//     one mutex (wmu, the hold): two locked instructions per operation in
+//     place of a dozen or more, and none between the key's prefetch and
+//     its counters.
 //   - Under wmu the counters are stored, not compared and swapped, one
 //     read-modify-write per position (counting4.SetExclusive; a Remove
-//     decides before its first store); the record is the handle's first, written
-//     with ordered plain stores, as is its op word (the Dekker handshakes
-//     it takes part in, with Flush, RetireBefore and Freeze, are with
-//     holders of wmu or of the locks this handle holds); admission is a
-//     count of the room left in process memory (exclWriter.admit); the item
-//     count and the id range are stored.
+//     decides before its first store); the record is the handle's first,
+//     written with ordered plain stores, as is its op word (the handshakes
+//     of I2 it takes part in are with holders of wmu or of the locks this
+//     handle holds); admission is a count of the room left in process
+//     memory (exclWriter.admit); the item count and the id range are
+//     stored.
 //
 // These are the methods of exclWriter, the handle's writer (writer.go
-// sets them beside the shared ones). The record protocol, the dirty-first
-// rule, routing, growth and the
-// late-add index are those of every handle, so a kill leaves what Repair
-// repairs exactly (TestMPExclusiveKill).
+// sets them beside the shared ones). Its records, dirty-first, routing,
+// growth and late-add index are every handle's, so a kill leaves what
+// Repair repairs exactly (I18, TestMPExclusiveKill).
 //
 // The handle reads its own replaced word (noReplace, always ReplaceNone)
 // in place of the file's, which says ReplaceFreezing for everyone else;
@@ -249,9 +245,9 @@ func (w exclWriter) uncount(m *member, changed bool) {
 	w.count(m, -1)
 }
 
-// claimRecord takes record 0, under wmu; every Dekker handshake its op
-// word takes part in is with a holder of wmu or of this handle's file
-// locks: ordered plain stores.
+// claimRecord takes record 0, under wmu. Ordered plain stores suffice:
+// every handshake of I2 its op word takes part in is with a holder of wmu
+// (the hold) or of this handle's file locks (the freeze), I18.
 func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
 	r := &f.rec[0]
 	counting4.StoreOrdered(&r.rec.Hash, h)

@@ -74,22 +74,18 @@ type Filter struct {
 	limit     int
 }
 
-// mapKeep keeps the region mapped while anything can still read it.
-// Lookups do not register with the Filter (an atomic read-modify-write per
-// lookup would serialise their cache misses): instead every chain of a
-// Filter points to one mapKeep (the first chain makes it, later ones take
-// it over), and a lookup holds its chain until it returns. Close detaches
-// the region at once (the file is closed; a mapped file's pages become zero
-// pages, so a lookup racing Close reads zeros and never faults) and drops
-// the Filter's chain; the region is unmapped by a cleanup once the garbage
-// collector finds no chain, hence no lookup, left.
+// mapKeep keeps the region mapped while anything can still read it (I16,
+// docs/PROTOCOLS.md). Lookups do not register with the Filter (an atomic
+// read-modify-write per lookup would serialise their cache misses):
+// instead every chain of a Filter points to one mapKeep (the first chain
+// makes it, later ones take it over), and a lookup holds its chain until
+// it returns. Close detaches the region at once (a mapped file's pages
+// become zero pages) and drops the Filter's chain; a cleanup unmaps it.
 //
 // A lookup that read zeros cannot be told from one that found the key
-// absent, so detached is set before the zero pages go in, and a lookup that
-// answers "absent" checks it afterwards (answered): if set, the region may
-// have been detached while it read, and it asks again, on the file that
-// replaced this one, or (after the user's Close) as a closed handle does.
-// No answer "absent" is given from a mapping detached under it.
+// absent: detached is set before the zero pages go in, and a lookup that
+// answers "absent" checks it afterwards (answered) and asks again if set
+// (I15).
 type mapKeep struct {
 	r        mmapfile.Region
 	detached atomic.Bool
@@ -654,7 +650,8 @@ func (f *Filter) Close() error {
 
 // shutdown releases f's slot, mapping and descriptor, once the
 // modifications in progress have returned: at Close, or when f has moved to
-// the file that replaced its own (replace.go).
+// the file that replaced its own (replace.go). It detaches the mapping as
+// I15 and I16 require.
 func (f *Filter) shutdown() {
 	f.closed.Store(true)
 	for i := range f.guards {

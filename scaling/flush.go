@@ -89,11 +89,9 @@ func (f *Filter) flush() error {
 }
 
 // lockFlush takes the file's flush lock: one flush at a time per file,
-// across handles and processes (EndFlush cannot tell another flush's
-// Flushing state from its own). The lock is the descriptor's, so flushMu
-// serialises this handle's flushes. Both are taken before mu: a flush
-// waiting for another process's flush (or an exclusive writer) must not
-// hold up the lookups that refresh the chain under mu.
+// across handles and processes (I3). The lock is the descriptor's, so
+// flushMu serialises this handle's flushes. Both are taken before mu
+// (I17).
 func (sharedWriter) lockFlush(f *Filter) (unlock func(), err error) {
 	if f.file == nil {
 		return func() {}, nil

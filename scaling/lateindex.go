@@ -12,9 +12,7 @@ import (
 // lateIndex is a filter's late-add index (header/index.go): the Adds whose
 // id lies in an older filter's range but that had to go to this filter,
 // as fingerprints of (key hash, id) in an open-addressing table of 32-bit
-// entries. Entries only ever go from empty to a fingerprint, and from a
-// fingerprint to cleared and back: never back to empty, so a lookup that
-// meets an empty entry has seen every entry its fingerprint could be in.
+// entries. Entries never go back to empty (I9, docs/PROTOCOLS.md).
 type lateIndex struct {
 	e   []uint32 // nil for a filter without an index
 	off int64    // file offset of the table
@@ -39,8 +37,8 @@ func (m *member) indexAllocated() bool {
 }
 
 // allocIndex makes sure filter m's index has its blocks, allocating them
-// under the growth lock the first time (a full disk is an error here, not a
-// SIGBUS at the first store).
+// under the growth lock the first time (I9; a full disk is an error here,
+// not a SIGBUS at the first store).
 func (f *Filter) allocIndex(m *member) error {
 	if m.indexAllocated() {
 		return nil
@@ -124,11 +122,9 @@ func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 // concurrent Remove of the same pair claimed e first), and returns the
 // entry it cleared. It returns false if no entry of (h, id) is left. The
 // record names each entry before the compare-and-swap, and carries
-// IndexDone from just after it: Repair puts back the entry of a Remove it
-// undoes (recover/lateindex.go). A Remove killed between a successful
-// compare-and-swap and that store leaves the copy without its entry: the
-// key stays present (a later Remove of the pair takes the copy its range
-// holds), never the other way round.
+// IndexDone from just after it (I6, I10): Repair puts back the entry of a
+// Remove it undoes (recover/lateindex.go). I10 names the one window, a
+// kill between the compare-and-swap and that store.
 func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 	for {
 		atomic.StoreUint64(&r.rec.IndexFP, uint64(e.fp))

@@ -79,9 +79,9 @@ type OpenOptions struct {
 	Failpoints     *mmapfile.Failpoints
 	BootID         string
 	// Exclusive makes the handle the file's only writer until Close, for
-	// bulk loads and single-writer applications: its Add and Remove take
-	// 70-85 % of a shared handle's time and its AddBatch 60-75 %
-	// (docs/PERFORMANCE.md, "Exclusive writer").
+	// bulk loads and single-writer applications: its Add, Remove and
+	// AddBatch take less time than a shared handle's (the figures are in
+	// docs/PERFORMANCE.md, "Exclusive writer").
 	//
 	// Open waits, up to LockTimeout, for the growth and flush locks (a
 	// growth, a flush, a rewrite or another exclusive handle holds them)

@@ -16,18 +16,17 @@ import (
 // reservation (or at Close), in one step with it.
 //
 // The pending word then counts, per handle, the room reserved and not yet
-// handed out plus the Adds handed out and not yet released; every one of
-// those either is counted in items already or will be, so items + pending
-// never undercounts an admitted Add (admit's invariant). It may overcount
-// by a handle's unused reservations: a filter looks fuller by at most
+// handed out plus the Adds handed out and not yet released, so the
+// admission bound holds (I7, docs/PROTOCOLS.md). It may overcount by a
+// handle's unused reservations: a filter looks fuller by at most
 // quotaShards × quotaChunk items per handle (sized so that this is under
-// 1/64 of its capacity), and a handle killed with a reservation leaves the
-// word too high, the hint Repair zeroes. A handle gives its own back before
-// it calls a filter full (admitChunked's last try, and grow under the
-// growth lock). That leaves only moments when one of its own Adds counts
-// twice (counted in items, not yet released; a chunk being reserved), so
-// a lone handle's goroutines rarely grow a filter early (see
-// TestGrowGivesBackOwnReservations); other handles' reservations still can.
+// 1/64 of its capacity); Repair zeroes what a killed handle left. A handle
+// gives its own back before it calls a filter full (admitChunked's last
+// try, and grow under the growth lock). That leaves only moments when one
+// of its own Adds counts twice (counted in items, not yet released; a
+// chunk being reserved), so a lone handle's goroutines rarely grow a
+// filter early (see TestGrowGivesBackOwnReservations); other handles'
+// reservations still can.
 
 // quotaSkipsCheck makes a reservation skip the capacity check: the negative
 // control of TestChunkedAdmissionNeverOverfills.

@@ -11,32 +11,28 @@ import (
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
-// Replacing a live file (version 1.3, header.FlagLiveReplace; the package
-// documentation and docs/FORMAT.md, "Replacing a live file").
+// Replacing a live file (version 1.3, header.FlagLiveReplace): the freeze
+// of I14, docs/PROTOCOLS.md; the package documentation and docs/FORMAT.md,
+// "Replacing a live file", give the user's view.
 //
 // A whole-file rewrite (recover.Compact, recover.Repair in place, Create with
 // Overwrite) makes a new file and renames it over the path. Handles that
 // have the old file open would go on answering from it, and on changing it,
 // for ever. The hot replaced word tells them:
 //
-//   - The rewrite freezes the old file (Freeze; the freeze of stop.go):
-//     the growth and flush locks, ReplaceFreezing, and no live writer's
-//     operation in flight. A writer that finds the word set backs out
-//     before changing anything and waits (waitReplace). From then on the
-//     old file does not change, so lookups go on answering from it.
+//   - The rewrite freezes the old file (Freeze, freeze; stop.go); writers
+//     back out at their gate and wait (waitReplace).
 //   - The rewrite makes the new file (from the frozen old one, or from a
 //     Source), renames it over the path, and stores ReplaceDone (Done).
 //   - Every handle checks the word with the published and retired words
-//     on each operation (stale). On ReplaceDone it opens the path with its
-//     own options and forwards every call to the new Filter from then on
-//     (move, live); the old file's mapping, slot and descriptor are
+//     on each operation (stale, I12). On ReplaceDone it opens the path with
+//     its own options and forwards every call to the new Filter from then
+//     on (move, live); the old file's mapping, slot and descriptor are
 //     released once the operations in flight on them have returned.
 //
-// A rewrite that gives up stores ReplaceNone again (Abort) and the writers
-// go on. One that dies leaves ReplaceFreezing with nobody holding the
-// growth lock: the next handle that takes the lock (a writer waiting in
-// waitReplace takes it for this) clears the word if the file is still at
-// its path, and sets ReplaceDone if another file is.
+// A rewrite that gives up stores ReplaceNone again (Abort). One that dies
+// is thawed by the next handle that takes the growth lock (a writer
+// waiting in waitReplace takes it for this; thaw, thawIfDead).
 
 // errRetry: the file was replaced (or a rewrite that froze it gave up):
 // the operation starts over on f.live(). It never leaves the package.
