@@ -921,9 +921,9 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 }
 
 // changesToUnmarked flags the filters that a dead writer's record claims to
-// have changed although they are not marked dirty: the dirty-first rule makes
-// that impossible, so the record or the mark is damaged, and the counters
-// cannot be trusted.
+// have changed although they are not marked dirty: dirty-first (I1,
+// docs/PROTOCOLS.md) makes that impossible, so the record or the mark is
+// damaged, and the counters cannot be trusted.
 func (a *analysis) changesToUnmarked() {
 	for i := range a.filters {
 		fi := &a.filters[i]

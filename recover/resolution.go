@@ -13,11 +13,10 @@ import (
 // hyp is one possible truth about an operation cut short, and what to do
 // about it.
 //
-// By the record's protocol (docs/FORMAT.md, In-flight record) the truth is
-// Changed or Changed^Doubt: the doubted compare-and-swap changed all its
-// positions or none. The item count is adjusted only after the counters, so
-// a record whose Doubt is 0 and Changed is not 0 finished its counters, and
-// its item count may or may not have been adjusted.
+// By the record's protocol (I6, docs/PROTOCOLS.md) the truth is Changed or
+// Changed^Doubt: the doubted compare-and-swap changed all its positions or
+// none. A record whose Doubt is 0 and Changed is not 0 finished its
+// counters, and its item count may or may not have been adjusted.
 type hyp struct {
 	rollback   uint64 // positions whose change is reverted
 	complete   bool   // the operation counts as completed
@@ -73,14 +72,15 @@ func plural(n int, one, many string) string {
 
 // hypsOf lists the possible truths of an in-flight record.
 //
-// The order of counting4's stores narrows them down. Changed gains a group's
-// bits only after that group's compare-and-swap succeeded, and Doubt keeps
-// the last group's bits until the next group (or the end) replaces them; so
-// a Doubt inside Changed is stale: its CAS happened. The one exception is a
-// Remove undoing its changes one position at a time (after it met a counter
-// already at zero): there Doubt is the single position being restored,
-// which is then the lowest bit left in Changed. Only a Doubt outside
-// Changed, or one that may be that undo, is a real doubt.
+// The order of counting4's stores (I6) narrows them down. Changed gains a
+// group's bits only after that group's compare-and-swap succeeded, and
+// Doubt keeps the last group's bits until the next group (or the end)
+// replaces them; so a Doubt inside Changed is stale: its CAS happened.
+// The one exception is a Remove undoing its changes one position at a time
+// (after it met a counter already at zero): there Doubt is the single
+// position being restored, which is then the lowest bit left in Changed.
+// Only a Doubt outside Changed, or one that may be that undo, is a real
+// doubt.
 func hypsOf(ri *recInfo) []hyp {
 	d := ri.dir()
 	c, db := ri.Changed, ri.Doubt
@@ -124,8 +124,8 @@ func safeHyp(ri *recInfo) hyp {
 }
 
 // narrow uses the evidence a record keeps of its last compare-and-swap (the
-// counter word and the value it stores, written before the doubt mask) to
-// drop the hypotheses the word's current value rules out. It returns hs
+// counter word and the value it stores, written before the doubt mask, I6)
+// to drop the hypotheses the word's current value rules out. It returns hs
 // unchanged when the evidence is absent, does not fit the doubt, or the word
 // has changed since (another writer touched it): the counter-sum identity
 // then decides as before.

@@ -50,7 +50,7 @@ func (sharedWriter) adopt(*Filter, *member) {}
 
 // holdOps stops the handle's modifications: a shared handle's do not need
 // stopping (Close waits for their guards; Flush and RetireBefore take part
-// in the records' handshake).
+// in the records' handshake, I2).
 func (sharedWriter) holdOps(*Filter) func() { return func() {} }
 
 // closeWriter ends the writer at Close: nothing to give back on a shared

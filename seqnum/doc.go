@@ -21,17 +21,16 @@
 //	Dirty    writers may change filters whose mark equals the epoch
 //	Flushing a flush has frozen writers and is syncing
 //
-// Dirty-first rule: before the first change after a flush, the dirty mark is
-// itself durable. A writer that finds the phase Clean or Flushing moves it to
-// Marking, records the mark, calls sync, and only then moves it to Dirty and
-// changes counters. The rule is applied per filter too: each filter has a
-// mark word, and a filter whose mark is not the current epoch is marked (and
-// synced) before its first change in that epoch. A completed flush increments
-// the epoch, which unmarks every filter at once, so after a crash exactly the
-// filters changed since the last flush carry the current epoch.
+// Dirty-first rule (I1, docs/PROTOCOLS.md): a writer that finds the phase
+// Clean or Flushing moves it to Marking, records the mark, calls sync, and
+// only then moves it to Dirty and changes counters. Per filter, a filter
+// whose mark is not the current epoch is marked (and synced) before its
+// first change in that epoch; a completed flush increments the epoch, which
+// unmarks every filter at once.
 //
-// Flush: Dirty → Flushing (this freezes writers: a writer that sees Flushing
-// goes back to Marking, which makes the flush fail to claim clean); the caller
-// checks that no operation is in flight, syncs everything, stores disk_seqnum
-// and moves Flushing → Clean with epoch+1, then syncs the state word.
+// Flush (I3): Dirty → Flushing (this freezes writers: a writer that sees
+// Flushing goes back to Marking, which makes the flush fail to claim clean);
+// the caller checks that no operation is in flight, syncs everything, stores
+// disk_seqnum and moves Flushing → Clean with epoch+1, then syncs the state
+// word.
 package seqnum
