@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,15 +29,27 @@ func TestFlushNeverCoversAConcurrentChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var stop atomic.Bool
+	// Every 64th flush holds the writer first (between two operations), so
+	// that it leaves the file clean whatever the scheduler does, and the
+	// clean-state checks after it always run against a writer that has
+	// just been let go; the flushes in between race the writer.
+	var stop, gone atomic.Bool
+	var hold, held atomic.Int64 // the hold's number (0: none); the one the writer stopped for
 	var wg sync.WaitGroup
 	for w := 0; w < 1; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer gone.Store(true)
 			var key [12]byte
 			binary.LittleEndian.PutUint32(key[8:], uint32(w))
 			for i := uint64(0); !stop.Load(); i++ {
+				if h := hold.Load(); h != 0 {
+					held.Store(h)
+					for hold.Load() == h && !stop.Load() {
+						runtime.Gosched()
+					}
+				}
 				binary.LittleEndian.PutUint64(key[:8], i)
 				if err := f.Add(key[:], i); err != nil {
 					t.Error(err)
@@ -58,10 +71,21 @@ func TestFlushNeverCoversAConcurrentChange(t *testing.T) {
 		iters = 20000
 	}
 	for ; flushes < iters; flushes++ {
+		if flushes%64 == 0 {
+			h := int64(flushes/64 + 1)
+			hold.Store(h)
+			for held.Load() != h && !gone.Load() {
+				runtime.Gosched()
+			}
+		}
 		if err := f.Flush(); err != nil {
+			hold.Store(0)
 			t.Fatal(err)
 		}
-		for range 20 {
+		for k := range 20 {
+			if k == 1 {
+				hold.Store(0) // a quiet flush's first check ran with the writer held
+			}
 			st1 := atomic.LoadUint64(f.words.State)
 			if _, ph := seqnum.Unpack(st1); ph != seqnum.Clean {
 				break
@@ -78,6 +102,7 @@ func TestFlushNeverCoversAConcurrentChange(t *testing.T) {
 				t.Fatalf("flush %d: the file reads clean (state %#x, disk_seqnum %d) but %d operations completed since without re-marking it", flushes, st1, disk, mem-disk)
 			}
 		}
+		hold.Store(0)
 		if f.DiskSeqnum() != 0 {
 			clean++
 		}
