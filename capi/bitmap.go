@@ -118,26 +118,35 @@ func counter(p *plainBitmap, index C.uint, offset C.long) (*byte, uint, error) {
 	return &p.mem[at], shift, nil
 }
 
+// onCounter runs fn on counter index at offset of a plain bitmap, under
+// the bitmap's lock.
+func onCounter(b *C.bitmap_t, index C.uint, offset C.long, fn func(c *byte, shift uint) error) error {
+	p, err := plain(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, shift, err := counter(p, index, offset)
+	if err != nil {
+		return err
+	}
+	return fn(c, shift)
+}
+
 // step adds delta (+1 or -1) to a counter of a plain bitmap.
 func step(fn string, b *C.bitmap_t, index C.uint, offset C.long, delta int) C.int {
-	p, err := plain(b)
-	if err == nil {
-		p.mu.Lock()
-		var c *byte
-		var shift uint
-		if c, shift, err = counter(p, index, offset); err == nil {
-			v := int(*c>>shift) & 0x0f
-			switch {
-			case delta > 0 && v == 0x0f:
-				err = fmt.Errorf("counter %d at offset %d is at its maximum, 15", uint(index), int64(offset))
-			case delta < 0 && v == 0:
-				err = fmt.Errorf("counter %d at offset %d is zero", uint(index), int64(offset))
-			default:
-				*c = *c&^(0x0f<<shift) | byte(v+delta)<<shift
-			}
+	err := onCounter(b, index, offset, func(c *byte, shift uint) error {
+		switch v := int(*c>>shift) & 0x0f; {
+		case delta > 0 && v == 0x0f:
+			return fmt.Errorf("counter %d at offset %d is at its maximum, 15", uint(index), int64(offset))
+		case delta < 0 && v == 0:
+			return fmt.Errorf("counter %d at offset %d is zero", uint(index), int64(offset))
+		default:
+			*c = *c&^(0x0f<<shift) | byte(v+delta)<<shift
+			return nil
 		}
-		p.mu.Unlock()
-	}
+	})
 	if err != nil {
 		setError(fn, err)
 		return -1
@@ -157,20 +166,16 @@ func bitmap_decrement(b *C.bitmap_t, index C.uint, offset C.long) C.int {
 
 //export bitmap_check
 func bitmap_check(b *C.bitmap_t, index C.uint, offset C.long) C.int {
-	p, err := plain(b)
-	if err == nil {
-		p.mu.Lock()
-		var c *byte
-		var shift uint
-		if c, shift, err = counter(p, index, offset); err == nil {
-			v := C.int(*c>>shift) & 0x0f
-			p.mu.Unlock()
-			return v
-		}
-		p.mu.Unlock()
+	var v C.int
+	err := onCounter(b, index, offset, func(c *byte, shift uint) error {
+		v = C.int(*c>>shift) & 0x0f
+		return nil
+	})
+	if err != nil {
+		setError("bitmap_check", err)
+		return -1
 	}
-	setError("bitmap_check", err)
-	return -1
+	return v
 }
 
 //export bitmap_flush
