@@ -114,14 +114,23 @@ func stressSize(t testing.TB) (procs, gor, phases int, phase, total time.Duratio
 	if testing.Short() {
 		procs, gor, phases, phase, total = 2, 6, 3, 100*time.Millisecond, 600*time.Millisecond
 	}
-	if v := os.Getenv(stressEnvDur); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("%s=%q: want a duration such as 60s", stressEnvDur, v)
-		}
+	if d, ok := stressDuration(t); ok {
 		procs, gor, phases, phase, total = 4, 12, 8, 250*time.Millisecond, d
 	}
 	return
+}
+
+// stressDuration returns DABLOOMS_STRESS as a duration, if it is set.
+func stressDuration(t testing.TB) (time.Duration, bool) {
+	v := os.Getenv(stressEnvDur)
+	if v == "" {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a duration such as 60s", stressEnvDur, v)
+	}
+	return d, true
 }
 
 // stressSeed returns the run's seed: DABLOOMS_STRESS_SEED or a fresh one.

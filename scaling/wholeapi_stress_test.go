@@ -48,7 +48,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -823,20 +822,10 @@ func TestStressWholeAPI(t *testing.T) {
 	if testing.Short() {
 		procs, gor, round, total = 3, 3, time.Second, 2*time.Second
 	}
-	if v := os.Getenv("DABLOOMS_STRESS"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("DABLOOMS_STRESS=%q: want a duration such as 60s", v)
-		}
+	if d, ok := scaling.StressDuration(t); ok {
 		round, total = 3*time.Second, d
 	}
-	seed := rand.Uint64()
-	if v := os.Getenv("DABLOOMS_STRESS_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 0, 64); err != nil {
-			t.Fatalf("DABLOOMS_STRESS_SEED=%q: %v", v, err)
-		}
-	}
+	seed := scaling.StressSeed(t)
 	t.Logf("seed %d (replay: DABLOOMS_STRESS_SEED=%d)", seed, seed)
 	start := time.Now()
 	for r := 0; r == 0 || time.Since(start)+round < total; r++ {
