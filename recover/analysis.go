@@ -912,6 +912,8 @@ func (a *analysis) resolveCutShort(img image, i int) error {
 			"live writers are changing the counts the resolution of these operations relies on, so Verify cannot tell whether Repair ends them exactly (read now, %s): run Repair, which holds the writers while it decides, and lists the filter for Rebuild only if it cannot", how)
 	case res.exact:
 		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean, "Repair %s", res.summary())
+	case res.bounded:
+		a.note(Interrupted, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean, "Repair %s", res.boundedSummary())
 	default:
 		a.needRebuild[i] = true
 		a.note(Dirty, a.entry(i), -1, a.line(i), "filter", scaling.ErrUnclean,

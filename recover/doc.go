@@ -22,7 +22,9 @@
 // Repair fixes what can be fixed without the application's data: it rolls
 // back (or completes) the operations dead writers left in flight, using the
 // records of their slots and the identity that a filter's counters sum to k
-// times its item count when no counter is saturated; frees dead slots;
+// times its item count when no counter is saturated (in a filter with
+// saturated counters, which already count high, a change it cannot tell is
+// left one too high at most, never low); frees dead slots;
 // restores a bad metadata copy from the good one; recounts item counts; and
 // marks the file clean when everything was fixed. A filter it cannot make
 // exact is left marked dirty, so that Open refuses the file until Rebuild.

@@ -523,3 +523,68 @@ func TestInterruptTwoWritersInsideCAS(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptSaturatedFilter cuts one writer inside a compare-and-swap on
+// a filter with saturated counters, with the record's evidence wiped (as
+// when another writer changed the word since): neither the evidence nor the
+// counter-sum identity can tell whether the swap happened. Repair must still
+// end it (the file clean, no filter left for Rebuild: the stress test met
+// this), with no counter below any whole outcome and the excess, at most one
+// per doubted position, only where the doubt is. Checked: the code before
+// bounded resolutions leaves every such filter for Rebuild.
+func TestInterruptSaturatedFilter(t *testing.T) {
+	trials := 120
+	if testing.Short() || raceEnabled {
+		trials = 40
+	}
+	rng := rand.New(rand.NewSource(29))
+	for _, lay := range []counting4.Layout{counting4.Classic, counting4.Blocked512} {
+		base := twoWriterBase()
+		for range 20 {
+			base = append(base, []byte("hot")) // saturates its counters
+		}
+		b0, d, seed := simBase(t, lay, 100, base)
+		if sat := bytes.Count(counterValues(b0, d), []byte{15}); sat == 0 {
+			t.Fatalf("%v: the base filter has no saturated counter", lay)
+		}
+		tried := 0
+		for trial := range trials {
+			ops, _ := twoWriterOps(rng, base[:40], "s%d-%d", trial, [2][2]int{{3, 1}, {3, 1}})
+			op := ops[0]
+			whole := bytes.Clone(b0)
+			simRun(newSimImage(whole), d, seed, op, 1<<30)
+			wants := [][]uint8{counterValues(b0, d), counterValues(whole, d)}
+			img := bytes.Clone(b0)
+			cuts := insideCAS(img, d, seed, op)
+			if len(cuts) == 0 {
+				continue
+			}
+			simRun(newSimImage(img), d, seed, op, cuts[rng.Intn(len(cuts))])
+			sl := header.ReadSlot(img, op.slot)
+			doubt := bits.OnesCount64(sl.Records[op.rec].Doubt &^ sl.Records[op.rec].Changed)
+			sl.Records[op.rec].Word, sl.Records[op.rec].New = 0, 0
+			header.PutSlot(img, op.slot, sl)
+			tried++
+
+			out, rb, ra := repairBytes(t, img)
+			if ra.State != Clean || len(ra.NeedsRebuild) != 0 {
+				dumpReport(t, rb)
+				t.Fatalf("%v trial %d (add %v): Repair left state %s, filters %v for Rebuild", lay, trial, op.add, ra.State, ra.NeedsRebuild)
+			}
+			got := counterValues(out, d)
+			if c := belowEvery(got, wants); c >= 0 {
+				t.Fatalf("%v trial %d: counter %d is %d, below every whole outcome", lay, trial, c, got[c])
+			}
+			excess := 0
+			for c := range got {
+				excess += max(0, int(got[c])-int(max(wants[0][c], wants[1][c])))
+			}
+			if excess > doubt {
+				t.Fatalf("%v trial %d: counters %d too high in all, with %d doubted positions", lay, trial, excess, doubt)
+			}
+		}
+		if tried < trials/4 {
+			t.Fatalf("%v: only %d of %d trials cut an operation inside a compare-and-swap", lay, tried, trials)
+		}
+	}
+}

@@ -217,9 +217,12 @@ func (p *patch) endCutShort(a *analysis, img image) (bump map[recRef]bool, err e
 			items = (int64(a.filters[i].sum) + res.sumDelta) / int64(a.filters[i].desc.K)
 		}
 		p.foldCounts(a, i, uint64(items))
-		if res.exact {
+		switch {
+		case res.exact:
 			p.act("filter %d: %s", a.entry(i), res.summary())
-		} else {
+		case res.bounded:
+			p.act("filter %d: %s", a.entry(i), res.boundedSummary())
+		default:
 			p.act("filter %d: ended %d cut-short operation(s) leaving counters high, as %s", a.entry(i), len(res.choice), res.why)
 		}
 	}

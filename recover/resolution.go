@@ -26,8 +26,12 @@ type hyp struct {
 
 // resolution is how Repair ends the cut-short operations on one filter.
 type resolution struct {
-	filter       int
-	exact        bool   // every operation ends wholly applied or wholly undone, and the item count agrees
+	filter int
+	exact  bool // every operation ends wholly applied or wholly undone, and the item count agrees
+	// bounded: not exact, but ended as safely as exactness allows in a
+	// filter with saturated counters (see resolve): every counter is
+	// exact except that each doubted position may be one too high.
+	bounded      bool
 	itemsUnknown bool   // saturated counters: the item count cannot be checked
 	recount      bool   // the item count is set from the counter sum afterwards
 	why          string // why it is not exact
@@ -45,6 +49,21 @@ type resolution struct {
 // "ends 1 cut-short operation exactly: drops 1 that had changed no counter
 // yet".
 func (r *resolution) summary() string {
+	s := "ends " + r.ending("exactly")
+	if r.itemsUnknown {
+		s += " (saturated counters hide whether the item count was adjusted; it is left as it is)"
+	}
+	return s
+}
+
+// boundedSummary says how a bounded resolution ends the operations.
+func (r *resolution) boundedSummary() string {
+	return "ends " + r.ending("safely") + "; each position whose change it cannot tell is left one too high at most, as " + r.why +
+		": the filter's saturated counters already count high, so no false negative and nothing a Rebuild would restore"
+}
+
+// ending is "N cut-short operations <how>: rolls back …, completes …".
+func (r *resolution) ending(how string) string {
 	var parts []string
 	if r.rolledBack > 0 {
 		parts = append(parts, fmt.Sprintf("rolls back %d", r.rolledBack))
@@ -56,11 +75,7 @@ func (r *resolution) summary() string {
 		parts = append(parts, fmt.Sprintf("drops %d that had changed no counter yet", r.untouched))
 	}
 	n := r.rolledBack + r.completed + r.untouched
-	s := fmt.Sprintf("ends %d cut-short %s exactly: %s", n, plural(n, "operation", "operations"), strings.Join(parts, ", "))
-	if r.itemsUnknown {
-		s += " (saturated counters hide whether the item count was adjusted; it is left as it is)"
-	}
-	return s
+	return fmt.Sprintf("%d cut-short %s %s: %s", n, plural(n, "operation", "operations"), how, strings.Join(parts, ", "))
 }
 
 func plural(n int, one, many string) string {
@@ -269,6 +284,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 	k := int64(fi.desc.K)
 	res := &resolution{filter: i}
 	var choice []hyp
+	bounded := false
 	switch {
 	case fi.sat == 0 && fi.itemsOK:
 		target := int64(fi.sum) - k*int64(fi.items)
@@ -303,6 +319,16 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		}
 	case fi.sat > 0:
 		res.why = fmt.Sprintf("%d saturated counters hide the counter-sum identity", fi.sat)
+		// The operations end undone with their doubted changes left high
+		// (safeHyp): at most one too high at each doubted position, never
+		// low. A filter with a saturated counter already counts high (15
+		// stands for more adds than it counts and is never decremented),
+		// and it never returns to the identity (a saturated counter
+		// stays), so Rebuild would buy nothing its saturation has not
+		// already given up: Repair accepts the ending (bounded) instead of
+		// refusing the whole file until a Rebuild. The item count is right
+		// as it is: it changes only after the counters (I6).
+		bounded = true
 	default:
 		res.why = fmt.Sprintf("the item count %d is impossible", int64(fi.items))
 	}
@@ -330,6 +356,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 	if err := res.apply(img, fi, recs, safe); err != nil {
 		return nil, err
 	}
+	res.bounded = bounded && !res.underflow
 	return res, nil
 }
 
