@@ -576,7 +576,16 @@ func (wk *waWorker) lifecycle() {
 		_, err := recover.Compact(s.path, s.source(), &recover.CompactOptions{FirstID: cut, Wait: 5 * time.Second})
 		s.rewriteDone(err, "Compact", waCompacts)
 	case r < 7:
-		_, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))})
+		bak := filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))
+		rep, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
+		if err == nil && len(rep.NeedsRebuild) > 0 {
+			// No OS crash happened: Repair must end every operation a
+			// dead writer cut short exactly (the file it replaced is kept
+			// for the post-mortem).
+			keep := filepath.Join(os.TempDir(), fmt.Sprintf("dablooms-stress-repair-%d.bak", os.Getpid()))
+			_ = os.Rename(rep.Backup, keep)
+			s.fail("in-place Repair left filters %v for a Rebuild (file before it kept at %s); actions %v; findings %v", rep.NeedsRebuild, keep, rep.Actions, rep.Findings)
+		}
 		s.rewriteDone(err, "in-place Repair", waRepairs)
 	case r < 8:
 		s.backup(wk)
