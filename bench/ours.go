@@ -16,7 +16,7 @@ import (
 //	ours-original  file-backed with the C original's configuration:
 //	               Capacity 1,000,000, ErrorRate 0.01, GrowthFactor 1, TighteningRatio 0.5
 //	ours-original-excl  the same, with the handle the file's only writer
-//	               (Options.Exclusive: plain stores; like the C original,
+//	               (Options.Exclusive: stores, no compare-and-swap; like the C original,
 //	               which has one writer)
 //
 // ids are the key's index, so they increase in the single-goroutine run; in
@@ -55,7 +55,7 @@ var (
 	oursOriginalSpec = ours{id: "ours-original", original: true,
 		desc: "this project, file-backed, original's configuration: Capacity 1e6, ErrorRate 0.01, GrowthFactor 1, TighteningRatio 0.5"}.spec()
 	oursOriginalExclSpec = ours{id: "ours-original-excl", original: true, excl: true,
-		desc: "ours-original with Options.Exclusive: the file's only writer, plain stores (modifications one at a time)"}.spec()
+		desc: "ours-original with Options.Exclusive: the file's only writer, stores in place of compare-and-swaps (modifications one at a time)"}.spec()
 	oursBatchSpec = ours{id: "ours-batch", batch: true,
 		desc: "ours-file through AddBatch, ContainsBatch and RemoveBatch, 4096 keys per call"}.spec()
 	oursExclBatchSpec = ours{id: "ours-excl-batch", excl: true, batch: true,

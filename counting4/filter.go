@@ -41,7 +41,7 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 // writer of the words, in every process, and makes one change at a time:
 // AddProbe, RemoveProbe and the other updates then store each word's new
 // value (StoreOrdered) where they would compare and swap it. The record
-// protocol is the same. A plain store cannot lose another writer's update
+// protocol is the same. A store cannot lose another writer's update
 // only because there is none: a caller that breaks the promise loses
 // counts (the negative control of scaling's TestExclusiveHoldsOtherWriters).
 // Lookups from anywhere stay safe: each word is stored whole, and no

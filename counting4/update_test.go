@@ -20,7 +20,7 @@ func (r *recWords) rec() *Record {
 // the last compare-and-swap), for every layout and many k, on filters so
 // small that positions share words and counters, counters saturate and
 // removes meet zero counters. So do they on a filter with one writer
-// (SetExclusive: plain stores, a record step per position), but for the
+// (SetExclusive: stores, a record step per position), but for the
 // evidence, which names its last store.
 func TestProbeUpdateMatchesAt(t *testing.T) {
 	for _, l := range layouts {

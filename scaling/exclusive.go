@@ -33,7 +33,7 @@ import (
 //   - Under wmu the counters are stored, not compared and swapped, one
 //     read-modify-write per position (counting4.SetExclusive; a Remove
 //     decides before its first store); the record is the handle's first,
-//     written with ordered plain stores, as is its op word (the handshakes
+//     written with ordered stores (StoreOrdered), as is its op word (the handshakes
 //     of I2 it takes part in are with holders of wmu or of the locks this
 //     handle holds); admission is a count of the room left in process
 //     memory (exclWriter.admit); the item count and the id range are
@@ -124,7 +124,7 @@ func (f *Filter) isExclusive() bool {
 type exclWriter struct{}
 
 // adopt points m at the handle's own replaced word and makes its counter
-// updates plain stores.
+// updates stores (StoreOrdered) in place of compare-and-swaps.
 func (exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
 	m.cf.SetExclusive(true)
@@ -245,7 +245,7 @@ func (w exclWriter) uncount(m *member, changed bool) {
 	w.count(m, -1)
 }
 
-// claimRecord takes record 0, under wmu. Ordered plain stores suffice:
+// claimRecord takes record 0, under wmu. Ordered stores suffice:
 // every handshake of I2 its op word takes part in is with a holder of wmu
 // (the hold) or of this handle's file locks (the freeze), I18.
 func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {

@@ -165,7 +165,7 @@ func TestExclusiveGrowth(t *testing.T) {
 // this process or any other, wait for it (up to their LockTimeout) and then
 // go on; their lookups do not wait. Both add the same keys at the same
 // time, so a writer that did not wait would lose counts to the exclusive
-// handle's plain stores: with the freeze skipped (the negative control)
+// handle's stores (no compare-and-swap): with the freeze skipped (the negative control)
 // the counters come out lower than those of the same Adds made one at a
 // time.
 func TestExclusiveHoldsOtherWriters(t *testing.T) {

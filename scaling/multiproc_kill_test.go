@@ -253,7 +253,7 @@ func (st *killStats) checkSaturation(t *testing.T) {
 }
 
 // TestMPExclusiveKill is TestMPKill9 with one writer process holding the
-// file exclusively (OpenOptions.Exclusive: plain stores, its own record
+// file exclusively (OpenOptions.Exclusive: stores, no compare-and-swap, its own record
 // protocol steps per position): the records it leaves when killed name
 // exactly what it changed, and the next writer is not held up.
 func TestMPExclusiveKill(t *testing.T) {

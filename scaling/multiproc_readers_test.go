@@ -145,7 +145,7 @@ func childReader() error {
 // TestMPReaders: a read-only process calling Contains while two writer
 // processes add (and churn scratch keys) and the chain grows never misses a
 // key whose Add returned before the lookup began; nor while one exclusive
-// writer process (OpenOptions.Exclusive: plain stores, Removes that decide
+// writer process (OpenOptions.Exclusive: stores, no compare-and-swap, Removes that decide
 // first) does the same from four goroutines.
 func TestMPReaders(t *testing.T) {
 	requireFiles(t)

@@ -51,7 +51,7 @@ type Options struct {
 	// handles, before it is held: if the hold fails (another file put at
 	// the path first: ErrBusy), Create returns the error and the file
 	// stays. In memory it makes every modification of the Filter one at a
-	// time, with the same plain stores.
+	// time, with the same ordered stores.
 	Exclusive bool
 	// Reserve is the address space reserved for growth (default mmapfile.DefaultReserve).
 	Reserve int64

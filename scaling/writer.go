@@ -10,7 +10,7 @@ package scaling
 //	op start/end    a guard Close waits for (enter)       wmu, one modification at a time
 //	admission       the pending word, in chunks (quota.go) the room left, in process memory
 //	id range        compare-and-swap, sealed checked      one read of each word, ordered stores
-//	record claim    a free record of the slot (slot.go)   record 0, ordered plain stores
+//	record claim    a free record of the slot (slot.go)   record 0, ordered stores
 //	record finish   the record is free again              (record 0 stays the handle's)
 //	item count      atomic add to the handle's count      ordered store (counts.go)
 //	counter update  compare-and-swap (counting4)          store (counting4.SetExclusive, set in adopt)
