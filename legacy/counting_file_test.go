@@ -1,10 +1,6 @@
 package legacy
 
-import (
-	"errors"
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestReadCountingTestdata(t *testing.T) {
 	p := tempCopy(t, "counting_1000_0.05.bin")
@@ -24,14 +20,7 @@ func TestReadCountingTestdata(t *testing.T) {
 
 func TestReadCountingRefuses(t *testing.T) {
 	orig := mustRead(t, "counting_1000_0.05.bin")
-	for _, c := range []struct {
-		name     string
-		content  []byte
-		capacity uint64
-		e        float64
-		want     error
-		msg      string
-	}{
+	checkRefuses(t, ReadCounting, []refusal{
 		{"wrong capacity", orig, 100, 0.05, ErrSizeMismatch, "file is 3136 bytes; capacity 100 at error 0.05 implies 329 bytes: not a dablooms 0.9.1 counting file"},
 		{"truncated", orig[:3135], 1000, 0.05, ErrSizeMismatch, "file is 3135 bytes"},
 		{"one byte more", append(orig[:len(orig):len(orig)], 0), 1000, 0.05, ErrSizeMismatch, "file is 3137 bytes"},
@@ -40,20 +29,5 @@ func TestReadCountingRefuses(t *testing.T) {
 		{"a scaling file", mustRead(t, "scaling_1000_0.05.bin"), 1000, 0.05, ErrSizeMismatch, "file is 13757 bytes"},
 		{"capacity 0", orig, 0, 0.05, ErrBadParams, "capacity 0"},
 		{"error rate 1", orig, 1000, 1, ErrBadParams, "error rate 1"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := writeTemp(t, "f.bin", c.content)
-			before := sha(t, p)
-			r, err := ReadCounting(p, c.capacity, c.e)
-			if !errors.Is(err, c.want) || r != nil {
-				t.Fatalf("ReadCounting = %v, %v; want error %v", r, err, c.want)
-			}
-			if !strings.Contains(err.Error(), c.msg) {
-				t.Errorf("error %q does not say %q", err, c.msg)
-			}
-			if after := sha(t, p); after != before {
-				t.Errorf("file changed: sha256 %s, was %s", after, before)
-			}
-		})
-	}
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -133,19 +132,9 @@ func TestScalingContainsAnyFilter(t *testing.T) {
 // TestReadScalingRefuses: files the parameters do not describe are refused, and no file is ever
 // changed or created.
 func TestReadScalingRefuses(t *testing.T) {
-	orig, err := os.ReadFile(testdata(t, "scaling_1000_0.05.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := mustRead(t, "scaling_1000_0.05.bin")
 	header := orig[:24]
-	for _, c := range []struct {
-		name     string
-		content  []byte
-		capacity uint64
-		e        float64
-		want     error
-		msg      string
-	}{
+	checkRefuses(t, ReadScaling, []refusal{
 		{"wrong capacity", orig, 999, 0.05, ErrSizeMismatch, "file is 13757 bytes; capacity 999 at error 0.05 implies sizes "},
 		{"wrong error rate", orig, 1000, 0.01, ErrSizeMismatch, "not a dablooms 0.9.1 file with these parameters"},
 		{"truncated", orig[:len(orig)-1], 1000, 0.05, ErrSizeMismatch, "file is 13756 bytes; capacity 1000 at error 0.05 implies sizes 3880, 8457, 13757, ...: not a dablooms 0.9.1 file"},
@@ -162,22 +151,7 @@ func TestReadScalingRefuses(t *testing.T) {
 		{"error rate NaN", orig, 1000, math.NaN(), ErrBadParams, "error rate NaN"},
 		{"error rate Inf", orig, 1000, math.Inf(1), ErrBadParams, "error rate +Inf"},
 		{"a counting file", mustRead(t, "counting_1000_0.05.bin"), 1000, 0.05, ErrSizeMismatch, "file is 3136 bytes"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := writeTemp(t, "f.bin", c.content)
-			before := sha(t, p)
-			s, err := ReadScaling(p, c.capacity, c.e)
-			if !errors.Is(err, c.want) || s != nil {
-				t.Fatalf("ReadScaling = %v, %v; want error %v", s, err, c.want)
-			}
-			if !strings.Contains(err.Error(), c.msg) {
-				t.Errorf("error %q does not say %q", err, c.msg)
-			}
-			if after := sha(t, p); after != before {
-				t.Errorf("file changed: sha256 %s, was %s", after, before)
-			}
-		})
-	}
+	})
 }
 
 func mustRead(t *testing.T, name string) []byte {

@@ -3,9 +3,11 @@ package legacy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -239,5 +241,38 @@ func TestSimulationMatchesFiles(t *testing.T) {
 		if diff > 0 {
 			t.Errorf("%s: %d of %d bytes differ", f.name, diff, len(got))
 		}
+	}
+}
+
+// refusal is a file and parameters a reader must refuse, the error it must
+// return and words its message must hold.
+type refusal struct {
+	name     string
+	content  []byte
+	capacity uint64
+	e        float64
+	want     error
+	msg      string
+}
+
+// checkRefuses checks that read refuses each case with its error and
+// message, returns no file, and neither changes nor creates a file.
+func checkRefuses[F any](t *testing.T, read func(path string, capacity uint64, errorRate float64) (*F, error), cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeTemp(t, "f.bin", c.content)
+			before := sha(t, p)
+			r, err := read(p, c.capacity, c.e)
+			if !errors.Is(err, c.want) || r != nil {
+				t.Fatalf("read = %v, %v; want error %v", r, err, c.want)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q does not say %q", err, c.msg)
+			}
+			if after := sha(t, p); after != before {
+				t.Errorf("file changed: sha256 %s, was %s", after, before)
+			}
+		})
 	}
 }
