@@ -54,74 +54,66 @@ func TestViewsOverWordsMatchBytes(t *testing.T) {
 // FieldOffset names that constant.
 func TestViewFieldsAtTheirOffsets(t *testing.T) {
 	head, _ := randomHead(t)
-	at := func(off int64) uint64 { return binary.LittleEndian.Uint64(head[off:]) }
-	check := func(name string, got uint64, off, field, want int64) {
-		t.Helper()
-		if got != at(off) {
-			t.Errorf("%s = %#x, the word at %d is %#x", name, got, off, at(off))
-		}
-		if field != want {
-			t.Errorf("FieldOffset of %s = %d, want %d", name, field, want)
-		}
-	}
 	h := ReadHot(head)
-	for _, c := range []struct {
-		name string
-		w    *uint64
-		off  int64
-	}{
+	checkFields(t, head, "Hot", &h, 0, HotOffset, []viewField{
 		{"State", &h.State, StateOffset}, {"DiskSeq", &h.DiskSeq, DiskSeqOffset},
 		{"Published", &h.Published, PublishedOffset}, {"FlushCount", &h.FlushCount, FlushCountOffset},
 		{"Retired", &h.Retired, RetiredOffset}, {"Replaced", &h.Replaced, ReplacedOffset},
 		{"Reserved[0]", &h.Reserved[0], HotReservedOffset}, {"BootID[1]", &h.BootID[1], BootIDOffset + 8},
 		{"DirtySince", &h.DirtySince, DirtySinceOffset}, {"CleanBootID", &h.CleanBootID, CleanBootIDOffset},
-	} {
-		check("Hot."+c.name, *c.w, c.off, FieldOffset(&h, c.w), c.off-HotOffset)
-	}
+	})
 	const e = 37
 	l := ReadLine(head, e)
 	base := FilterLineOffset(e)
-	for _, c := range []struct {
-		name string
-		w    *uint64
-		off  int64
-	}{
+	checkFields(t, head, "Line", &l, base, base, []viewField{
 		{"Items", &l.Items, FilterItemsOffset}, {"Mark", &l.Mark, FilterMarkOffset},
 		{"MinID", &l.MinID, FilterMinIDOffset}, {"MaxID", &l.MaxID, FilterMaxIDOffset},
 		{"Pending", &l.Pending, FilterPendingOffset}, {"Index", &l.Index, FilterIndexOffset},
 		{"Writers", &l.Writers, FilterWritersOffset}, {"Reserved", &l.Reserved, FilterReservedOffset},
-	} {
-		check("Line."+c.name, *c.w, base+c.off, FieldOffset(&l, c.w), c.off)
-	}
+	})
 	const s, r = 63, 14
 	sl := ReadSlot(head, s)
 	base = SlotOffset(s)
-	for _, c := range []struct {
-		name string
-		w    *uint64
-		off  int64
-	}{
+	checkFields(t, head, "Slot", &sl, base, base, []viewField{
 		{"Owner", &sl.Owner, SlotOwnerOffset}, {"PID", &sl.PID, SlotPIDOffset},
 		{"Reserved", &sl.Reserved, SlotReservedOffset}, {"Opened", &sl.Opened, SlotOpenedOffset},
-	} {
-		check("Slot."+c.name, *c.w, base+c.off, FieldOffset(&sl, c.w), c.off)
-	}
+	})
 	rec := &sl.Records[r]
 	base = RecordOffset(s, r)
-	for _, c := range []struct {
-		name string
-		w    *uint64
-		off  int64
-	}{
+	checkFields(t, head, "Record", rec, base, base, []viewField{
 		{"Op", &rec.Op, RecOpOffset}, {"Hash", &rec.Hash, RecHashOffset},
 		{"Changed", &rec.Changed, RecChangedOffset}, {"Doubt", &rec.Doubt, RecDoubtOffset},
 		{"Word", &rec.Word, RecWordOffset}, {"New", &rec.New, RecNewOffset},
 		{"IndexSlot", &rec.IndexSlot, RecIndexSlotOffset}, {"IndexFP", &rec.IndexFP, RecIndexFPOffset},
-	} {
-		check("Record."+c.name, *c.w, base+c.off, FieldOffset(rec, c.w), c.off)
-	}
+	})
 	if got := FieldOffset(&l, &h.State); got != -1 {
 		t.Errorf("FieldOffset of a word outside the view = %d, want -1", got)
+	}
+}
+
+// viewField is a field of a view read from a file head: its name, its
+// word in the view and its …Offset constant.
+type viewField struct {
+	name string
+	w    *uint64
+	off  int64
+}
+
+// checkFields checks each field of v, a view read from head at file offset
+// start: the field holds the little-endian word at base+off in head, and
+// FieldOffset places it at base+off-start in the view. (The constants of
+// Hot are file offsets, base 0; the others' are offsets in their view,
+// base = start.)
+func checkFields[V View](t *testing.T, head []byte, view string, v *V, base, start int64, fields []viewField) {
+	t.Helper()
+	for _, f := range fields {
+		off := base + f.off
+		if at := binary.LittleEndian.Uint64(head[off:]); *f.w != at {
+			t.Errorf("%s.%s = %#x, the word at %d is %#x", view, f.name, *f.w, off, at)
+		}
+		if got, want := FieldOffset(v, f.w), off-start; got != want {
+			t.Errorf("FieldOffset of %s.%s = %d, want %d", view, f.name, got, want)
+		}
 	}
 }
 
