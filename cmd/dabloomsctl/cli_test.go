@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,15 +102,7 @@ func TestRepairBackups(t *testing.T) {
 			t.Fatalf("repair --backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, " ") != "r.dbl r.dbl.bak" {
+	if names := dirEntries(t, dir); strings.Join(names, " ") != "r.dbl r.dbl.bak" {
 		t.Errorf("files after three repairs: %v; want r.dbl r.dbl.bak", names)
 	}
 	if r := cli(t, "", "repair", path, "--no-backup", "--backup", "x"); r.code != 2 {
