@@ -111,20 +111,23 @@ func (e *e2e) checkPresent(file string, keys []string) {
 	}
 }
 
-func num(t *testing.T, m map[string]any, field string) float64 {
+// num and str return field name of a JSON object, failing the test if it
+// is not a number or not a string.
+func num(t *testing.T, m map[string]any, name string) float64 {
 	t.Helper()
-	v, ok := m[field].(float64)
-	if !ok {
-		t.Fatalf("field %q: %v (%T), want a number", field, m[field], m[field])
-	}
-	return v
+	return field[float64](t, m, name)
 }
 
-func str(t *testing.T, m map[string]any, field string) string {
+func str(t *testing.T, m map[string]any, name string) string {
 	t.Helper()
-	v, ok := m[field].(string)
+	return field[string](t, m, name)
+}
+
+func field[T float64 | string](t *testing.T, m map[string]any, name string) T {
+	t.Helper()
+	v, ok := m[name].(T)
 	if !ok {
-		t.Fatalf("field %q: %v (%T), want a string", field, m[field], m[field])
+		t.Fatalf("field %q: %v (%T), want a %T", name, m[name], m[name], v)
 	}
 	return v
 }
