@@ -27,9 +27,7 @@ func TestBulkStopsAtFailure(t *testing.T) {
 
 func bulkStopsAtFailure(t *testing.T, excl bool) {
 	path := filepath.Join(t.TempDir(), "p.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "100000", "--error-rate", "0.01")
 	var in strings.Builder
 	for i := 1; i <= 20000; i++ {
 		id := uint64(i)
@@ -96,9 +94,7 @@ func BenchmarkBulkAdd(b *testing.B) {
 // lookups go on. (The library's TestExclusive* check the protocol.)
 func TestAddExclusive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "100000", "--error-rate", "0.01")
 	if r := cli(t, "a\t1\nb\t2\n", "add", path, "--from", "-", "--exclusive"); r.code != 0 {
 		t.Fatalf("add --exclusive: exit %d: %s", r.code, r.stderr)
 	}
@@ -124,9 +120,7 @@ func TestAddExclusive(t *testing.T) {
 // reading on would never have read line 4200.
 func TestBulkFailureHidesLaterLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "100000", "--error-rate", "0.01")
 	var in strings.Builder
 	for i := 1; i <= 12000; i++ {
 		switch i {

@@ -44,9 +44,7 @@ func TestCompletion(t *testing.T) {
 
 func TestContainsExitCode(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.001", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "1000", "--error-rate", "0.001")
 	if r := cli(t, "", "add", path, "a", "b", "-q"); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -74,9 +72,7 @@ func TestContainsExitCode(t *testing.T) {
 func TestRepairBackups(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.01", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "1000", "--error-rate", "0.01")
 	unflush := func() {
 		t.Helper()
 		if r := cli(t, "", "add", path, "k", "--no-flush", "-q"); r.code != 0 {

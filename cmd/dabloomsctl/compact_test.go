@@ -25,9 +25,7 @@ func compactFixture(t *testing.T) (dir, path, keys string) {
 			fmt.Fprintf(&live, "key-%d\t%d\n", i, i)
 		}
 	}
-	if r := cli(t, "", "create", path, "--capacity", "100", "--error-rate", "0.01", "--growth", "1", "--tightening", "0.9", "-q"); r.code != 0 {
-		t.Fatalf("create: %d %s", r.code, r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "100", "--error-rate", "0.01", "--growth", "1", "--tightening", "0.9")
 	if r := cli(t, all.String(), "add", path, "--from", "-", "-q"); r.code != 0 {
 		t.Fatalf("add: %d %s", r.code, r.stderr)
 	}

@@ -96,9 +96,7 @@ func TestImportDablooms(t *testing.T) {
 func TestImportNativeFile(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "native.dbl")
-	if r := cli(t, "", "create", old, "--capacity", "1000", "--error-rate", "0.05", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, old, "--capacity", "1000", "--error-rate", "0.05")
 	sum := sha(t, old)
 	newPath := filepath.Join(dir, "new.dbl")
 	r := cli(t, "", "import-dablooms", old, newPath, "--capacity", "1000", "--error-rate", "0.05")

@@ -9,13 +9,20 @@ import (
 	"testing"
 )
 
+// mustCreate creates the file path with the create flags given, failing
+// the test if create fails.
+func mustCreate(t *testing.T, path string, flags ...string) {
+	t.Helper()
+	if r := cli(t, "", append([]string{"create", path, "-q"}, flags...)...); r.code != 0 {
+		t.Fatalf("create %s: exit %d: %s", path, r.code, r.stderr)
+	}
+}
+
 // newFile creates a small file for the input tests.
 func newFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "in.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.01", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "1000", "--error-rate", "0.01")
 	return path
 }
 

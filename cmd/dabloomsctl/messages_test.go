@@ -37,9 +37,7 @@ func checkWords(t *testing.T, what, stderr string) {
 func TestMessagesInWords(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "10", "--error-rate", "0.1", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "10", "--error-rate", "0.1")
 	cases := []struct {
 		args []string
 		code int
@@ -79,9 +77,7 @@ func TestMessagesInWords(t *testing.T) {
 // and how near the file is to it.
 func TestFullChain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "full.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "1", "--growth", "1", "--error-rate", "0.1", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "1", "--growth", "1", "--error-rate", "0.1")
 	var in strings.Builder
 	for i := 1; i <= 70; i++ {
 		fmt.Fprintf(&in, "k%d\t%d\n", i, i)
@@ -111,9 +107,7 @@ func TestFullChain(t *testing.T) {
 func TestTruncatedAnyLength(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "100000", "--error-rate", "0.01", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "100000", "--error-rate", "0.01")
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -161,9 +155,7 @@ func TestTruncatedAnyLength(t *testing.T) {
 // for an exclusive writer, the flush does not wait for it again.
 func TestLockTimeoutOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.dbl")
-	if r := cli(t, "", "create", path, "--capacity", "1000", "--error-rate", "0.01", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, path, "--capacity", "1000", "--error-rate", "0.01")
 	f, err := scaling.Open(path, &scaling.OpenOptions{Exclusive: true})
 	if err != nil {
 		t.Fatal(err)
@@ -185,9 +177,7 @@ func TestMessagesEveryCommandBadFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.dbl")
 	keys := filepath.Join(dir, "keys.tsv")
-	if r := cli(t, "", "create", good, "--capacity", "10", "--error-rate", "0.1", "-q"); r.code != 0 {
-		t.Fatal(r.stderr)
-	}
+	mustCreate(t, good, "--capacity", "10", "--error-rate", "0.1")
 	if err := os.WriteFile(keys, []byte("k\t1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
