@@ -549,13 +549,7 @@ func (mf *File) writeZeros(off, n int64) error {
 func (mf *File) Sync(off, n int64) error {
 	mf.mu.Lock()
 	defer mf.mu.Unlock()
-	if mf.closed {
-		return ErrClosed
-	}
-	if mf.readOnly {
-		return ErrReadOnly
-	}
-	if err := checkRange(off, n, mf.size); err != nil {
+	if err := mf.writableRange(off, n); err != nil {
 		return err
 	}
 	ps := PageSize()
