@@ -670,21 +670,7 @@ func TestLockSurvivesOtherClose(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	f := mustCreate(t, tmpPath(t), 4096, &Options{Reserve: testReserve})
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if _, err := f.Bytes(0, 1); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Bytes after Close: %v", err)
-	}
-	if err := f.Grow(8192); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Grow after Close: %v", err)
-	}
-	if err := f.Sync(0, 1); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Sync after Close: %v", err)
-	}
+	checkClose(t, f)
 	if _, err := f.Refresh(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Refresh after Close: %v", err)
 	}

@@ -96,23 +96,30 @@ func TestHeapSync(t *testing.T) {
 }
 
 func TestHeapClose(t *testing.T) {
-	h := NewHeap(4096)
-	if err := h.Close(); err != nil {
+	checkClose(t, NewHeap(4096))
+}
+
+// checkClose closes r, a region of 8 to 8191 bytes, twice without error,
+// then checks that each of Region's methods that take the region refuses
+// with ErrClosed.
+func checkClose(t *testing.T, r Region) {
+	t.Helper()
+	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Close(); err != nil {
+	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := h.Words(0, 1); !errors.Is(err, ErrClosed) {
+	if _, err := r.Words(0, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Words after Close: %v", err)
 	}
-	if _, err := h.Bytes(0, 1); !errors.Is(err, ErrClosed) {
+	if _, err := r.Bytes(0, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Bytes after Close: %v", err)
 	}
-	if err := h.Grow(8192); !errors.Is(err, ErrClosed) {
+	if err := r.Grow(8192); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Grow after Close: %v", err)
 	}
-	if err := h.Sync(0, 1); !errors.Is(err, ErrClosed) {
+	if err := r.Sync(0, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Sync after Close: %v", err)
 	}
 }
