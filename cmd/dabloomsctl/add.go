@@ -3,8 +3,7 @@ package main
 import "github.com/spf13/cobra"
 
 func newAddCmd(a *app) *cobra.Command {
-	var o bulkOpts
-	cmd := &cobra.Command{
+	return newBulkCmd(a, "add", &cobra.Command{
 		Use:   "add FILE [KEY...] [--id N] [--from PATH|-]",
 		Short: "Add keys, each with the id of the row it stands for",
 		Long: `add adds the keys given on the command line (all with --id) and then the
@@ -34,12 +33,5 @@ over the first N keys of the input: it resumes a load killed after
   dabloomsctl add spam.dbl --from links.tsv --exclusive   # a bulk load
   some-export | dabloomsctl add spam.dbl --from - --checkpoint 10000
   some-export | dabloomsctl add spam.dbl --from - --checkpoint 10000 --skip 730000   # resume`,
-		Args: minArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.idSet = flagChanged(cmd.Flags(), "id")
-			return a.runBulk(cmd.Context(), "add", args[0], args[1:], &o)
-		},
-	}
-	o.bindFlags(cmd.Flags(), "add")
-	return cmd
+	})
 }

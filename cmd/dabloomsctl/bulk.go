@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/scaling"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -23,6 +24,20 @@ type bulkOpts struct {
 	exclusive  bool
 	skip       uint64
 	idSet      bool // --id was given
+}
+
+// newBulkCmd completes cmd, whose text add.go or remove.go gives, as the
+// bulk command verb ("add" or "remove"): FILE then keys, and the flags of
+// bulkOpts.
+func newBulkCmd(a *app, verb string, cmd *cobra.Command) *cobra.Command {
+	var o bulkOpts
+	cmd.Args = minArgs(1)
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		o.idSet = flagChanged(c.Flags(), "id")
+		return a.runBulk(c.Context(), verb, args[0], args[1:], &o)
+	}
+	o.bindFlags(cmd.Flags(), verb)
+	return cmd
 }
 
 func (o *bulkOpts) bindFlags(fs *pflag.FlagSet, verb string) {

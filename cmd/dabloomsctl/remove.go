@@ -3,8 +3,7 @@ package main
 import "github.com/spf13/cobra"
 
 func newRemoveCmd(a *app) *cobra.Command {
-	var o bulkOpts
-	cmd := &cobra.Command{
+	return newBulkCmd(a, "remove", &cobra.Command{
 		Use:   "remove FILE [KEY...] --id N [--from PATH|-]",
 		Short: "Remove keys, each with the id it was added with",
 		Long: `remove removes the keys given on the command line (all with --id) and
@@ -21,12 +20,5 @@ Progress, Ctrl-C, flushing, --checkpoint, --skip and --exclusive work as
 for add.`,
 		Example: `  dabloomsctl remove spam.dbl http://a.example/ --id 42
   dabloomsctl remove spam.dbl --from deleted.tsv`,
-		Args: minArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.idSet = flagChanged(cmd.Flags(), "id")
-			return a.runBulk(cmd.Context(), "remove", args[0], args[1:], &o)
-		},
-	}
-	o.bindFlags(cmd.Flags(), "remove")
-	return cmd
+	})
 }
