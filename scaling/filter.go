@@ -158,7 +158,7 @@ func Create(path string, opts *Options) (*Filter, error) {
 	}
 	f.path = path
 	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
-		Failpoints: o.Failpoints, BootID: o.BootID}
+		BootID: o.BootID, knobs: o.knobs}
 	if o.Exclusive {
 		// The file is at the path already: another handle may open it,
 		// or even replace it, before it is held.
@@ -312,7 +312,7 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	}
 	for tries := 0; ; tries++ {
 		mf, err := mmapfile.Open(path, &mmapfile.Options{
-			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
 			OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
 		})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -60,10 +61,10 @@ type Options struct {
 	AllowNetworkFS bool
 	// LockTimeout bounds every wait for a cross-process lock (default 10 s).
 	LockTimeout time.Duration
-	// Failpoints inject sync, allocation and mapping failures (tests).
-	Failpoints *mmapfile.Failpoints
 	// BootID overrides the machine's boot identity (tests of crash detection).
 	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // OpenOptions configure Open. The zero value means the defaults.
@@ -76,7 +77,6 @@ type OpenOptions struct {
 	Reserve        int64
 	AllowNetworkFS bool
 	LockTimeout    time.Duration
-	Failpoints     *mmapfile.Failpoints
 	BootID         string
 	// Exclusive makes the handle the file's only writer until Close, for
 	// bulk loads and single-writer applications: its Add, Remove and
@@ -101,6 +101,8 @@ type OpenOptions struct {
 	// death. After an OS crash the file may still say it is held (the
 	// word is cleared at Close, not synced): the next writer clears it.
 	Exclusive bool
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -168,7 +170,7 @@ func chainLimit(p *header.Params) int {
 // fileOptions are the options of the file Create makes.
 func (o *Options) fileOptions() *mmapfile.Options {
 	return &mmapfile.Options{
-		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
 		OpenLock: header.OpenLockOffset,
 	}
 }
