@@ -181,12 +181,7 @@ func Create(path string, opts *Options) (*Filter, error) {
 var createHook func(path string)
 
 // createFlags are the feature flags of a new file.
-func createFlags() uint64 {
-	if layout10 {
-		return 0
-	}
-	return header.FlagLiveReplace
-}
+func createFlags() uint64 { return header.FlagLiveReplace }
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
 // nothing is written to disk, and the race detector sees every access.
@@ -252,7 +247,7 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
-	m.Flags |= createFlags() // (a file as version 1.0 wrote it has none)
+	m.Flags |= createFlags()
 	for _, d := range dir {
 		if d.Extra > 0 {
 			m.Flags |= header.FlagExtras

@@ -186,10 +186,6 @@ func filterCapacity(p *header.Params, i int) uint64 {
 	return uint64(math.Round(float64(p.Capacity) * math.Pow(p.GrowthFactor, float64(i))))
 }
 
-// layout10 makes describe size filters as version 1.0 did, without extra
-// pages: tests use it to write a 1.0 file.
-var layout10 = false
-
 // describe sizes filter i of a chain whose previous filter ends at off.
 func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) (header.FilterDesc, error) {
 	if i >= header.MaxFilters {
@@ -216,7 +212,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) 
 	}
 	length := filterLength(counters)
 	var extra int64
-	if p.HashID == header.HashXXH64Seeded && !layout10 {
+	if p.HashID == header.HashXXH64Seeded {
 		// The writers' item counts; every filter that follows another can
 		// take late Adds (see route).
 		extra = header.CountsBytes

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -567,17 +566,19 @@ func TestRetireForgedWord(t *testing.T) {
 // window's keys all survive a reopen.
 func TestRetireVersion10File(t *testing.T) {
 	requireFiles(t)
-	path := filepath.Join(t.TempDir(), "v10.dbl")
-	layout10 = true // the filters of the first 500 keys: version 1.0's
-	t.Cleanup(func() { layout10 = false })
-	f, err := Create(path, &Options{Capacity: 100, GrowthFactor: 1, Seed: 3})
+	// The first 500 keys in filters as version 1.0 laid them out.
+	path := copyFixture(t, "v10-retire.dbl")
+	if m := readMetaOf(t, path); m.Flags != 0 || m.Filters[0].Extra != 0 {
+		t.Fatalf("a 1.0-layout file carries flags %#x, filter 0 extra %d bytes", m.Flags, m.Filters[0].Extra)
+	}
+	f, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addKeys(t, f, 0, 500)
-	layout10 = false
-	if m := readMetaOf(t, path); m.Flags != 0 {
-		t.Fatalf("a 1.0-layout file carries flags %#x", m.Flags)
+	for i := range 500 {
+		if !f.Contains(kKey(i)) {
+			t.Fatalf("the fixture lacks key %d", i)
+		}
 	}
 	if n, err := f.RetireBefore(250); err != nil || n == 0 {
 		t.Fatalf("RetireBefore = %d, %v", n, err)
