@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/seqnum"
 )
@@ -27,6 +28,7 @@ type Filter struct {
 	params  header.Params
 	timeout time.Duration
 	bootID  [16]byte
+	tk      *testknobs.Knobs // the module's tests (testknobs.go); nil: none
 
 	hot       []uint64 // words [HotOffset, DataOffset)
 	words     seqnum.Words
@@ -101,14 +103,6 @@ func (k *mapKeep) answered() bool {
 	return !k.detached.Load()
 }
 
-// unmapAtClose makes Close unmap at once, as if lookups were not protected
-// by mapKeep: the negative control of TestCloseDuringLookups sets it.
-var unmapAtClose = false
-
-// skipDetachedMark makes shutdown detach without telling lookups in flight:
-// the negative control of TestLookupsSurviveReplacement sets it.
-var skipDetachedMark atomic.Bool
-
 type guard struct {
 	n atomic.Int64
 	_ [56]byte
@@ -162,8 +156,8 @@ func Create(path string, opts *Options) (*Filter, error) {
 	if o.Exclusive {
 		// The file is at the path already: another handle may open it,
 		// or even replace it, before it is held.
-		if createHook != nil {
-			createHook(path)
+		if h := knob(o.knobs).CreateHook; h != nil {
+			h(path)
 		}
 		if err := f.takeExclusive(createFlags()); err != nil {
 			f.Close()
@@ -175,10 +169,6 @@ func Create(path string, opts *Options) (*Filter, error) {
 	}
 	return f, nil
 }
-
-// createHook, if set, runs in Create between the new file's rename to the
-// path and the exclusive hold (tests).
-var createHook func(path string)
 
 // createFlags are the feature flags of a new file.
 func createFlags() uint64 { return header.FlagLiveReplace }
@@ -253,7 +243,7 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 			m.Flags |= header.FlagExtras
 		}
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
 	f.setBootID(o.BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
@@ -341,7 +331,7 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
@@ -666,8 +656,12 @@ func (f *Filter) shutdown() {
 	f.releaseSlot()
 	f.w.closeWriter(f)
 	keep := f.chain.Swap(nil).keep
-	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
-		if !skipDetachedMark.Load() {
+	// (UnmapAtClose: unmap at once, as if lookups were not protected by
+	// mapKeep; SkipDetachedMark: detach without telling lookups in flight.
+	// The negative controls of TestCloseDuringLookups and
+	// TestLookupsSurviveReplacement.)
+	if d, ok := f.r.(mmapfile.Detacher); ok && !knob(f.tk).UnmapAtClose {
+		if !knob(f.tk).SkipDetachedMark {
 			keep.detached.Store(true) // before the zero pages (see mapKeep)
 		}
 		f.closeErr = d.Detach()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // Late Adds (route, lateindex.go): several writers, each with its own
@@ -109,9 +110,7 @@ func TestLateAddsRemoveExactly(t *testing.T) {
 	} {
 		for _, legacy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/legacy=%v", tc.name, legacy), func(t *testing.T) {
-				setLegacyRouting(legacy)
-				defer setLegacyRouting(false)
-				f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 1})
+				f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 1, knobs: &testknobs.Knobs{LegacyRouting: legacy}})
 				if err != nil {
 					t.Fatal(err)
 				}

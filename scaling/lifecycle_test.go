@@ -372,16 +372,17 @@ func TestWriterClosingIsNotDead(t *testing.T) {
 	requireFiles(t)
 	w, path := createFile(t, &Options{Seed: 1})
 	addRange(t, w, 0, 10)
-	r := openFile(t, path, &OpenOptions{ReadOnly: true})
 	op := &header.RecordAt(w.hot, w.slot, 0).Op
 	idle := atomic.LoadUint64(op)
-	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
-	slotReadHook = func(s int) {
-		slotReadHook = nil
-		atomic.StoreUint64(op, idle) // the Add completes...
-		w.Close()                    // ...and the writer closes
+	var once sync.Once
+	closing := func(int) {
+		once.Do(func() {
+			atomic.StoreUint64(op, idle) // the Add completes...
+			w.Close()                    // ...and the writer closes
+		})
 	}
-	defer func() { slotReadHook = nil }()
+	r := openFile(t, path, &OpenOptions{ReadOnly: true, knobs: &testknobs.Knobs{SlotReadHook: closing}})
+	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
 	if c := r.Condition(); c != Unflushed {
 		t.Fatalf("Condition = %v while a live writer finished and closed, want unflushed", c)
 	}

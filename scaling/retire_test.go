@@ -12,6 +12,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // windowKey is the key of event j of hour h in the sliding-window tests.
@@ -205,19 +206,19 @@ func TestRetireSeenByOtherHandles(t *testing.T) {
 func TestRetireRacingAdd(t *testing.T) {
 	for _, control := range []bool{false, true} {
 		t.Run(fmt.Sprintf("control=%v", control), func(t *testing.T) {
-			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
-			addKeys(t, f, 0, 300)
-			first := f.Stats().Filters[0]
+			var armed atomic.Bool
 			var once sync.Once
 			routed := make(chan struct{})
 			resume := make(chan struct{})
-			routeHook = func(m *member) {
-				if m.seq == 0 {
+			hook := func(seq uint64) {
+				if seq == 0 && armed.Load() {
 					once.Do(func() { close(routed); <-resume })
 				}
 			}
-			skipRetiredCheck = control
-			defer func() { routeHook, skipRetiredCheck = nil, false }()
+			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1, knobs: &testknobs.Knobs{RouteHook: hook, SkipGoneCheck: control}})
+			addKeys(t, f, 0, 300)
+			first := f.Stats().Filters[0]
+			armed.Store(true)
 			late := []byte("late-key")
 			errc := make(chan error, 1)
 			go func() { errc <- f.Add(late, first.FirstID) }() // inside filter 0's range: its slack
