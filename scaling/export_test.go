@@ -9,3 +9,20 @@ var (
 	StressDuration = stressDuration
 	StressSeed     = stressSeed
 )
+
+// The helpers of the white-box tests that the external contract tests
+// (package scaling_test: persist_test.go) share.
+type StoreMode = storeMode
+
+const (
+	InFile   = inFile
+	InMemory = inMemory
+)
+
+var (
+	NewStore     = newStore
+	MakeKey      = makeKey
+	KeyString    = keyString
+	Identify     = identify
+	RequireFiles = requireFiles
+)
