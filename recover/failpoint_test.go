@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -28,9 +29,16 @@ func (s *switchable) fn() error {
 	return nil
 }
 
+// fpOptions are the options of a handle whose file fails as fp says.
+func fpOptions(fp *mmapfile.Failpoints) *scaling.OpenOptions {
+	o := &scaling.OpenOptions{BootID: testBoot}
+	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp})
+	return o
+}
+
 func openFP(t *testing.T, path string, fp *mmapfile.Failpoints) *scaling.Filter {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, Failpoints: fp})
+	f, err := scaling.Open(path, fpOptions(fp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +170,7 @@ func TestFailpointMarkDirty(t *testing.T) {
 func TestFailpointMmap(t *testing.T) {
 	path := newFile(t, 1000, counting4.Classic, 10)
 	sum := sum256(t, path)
-	_, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, Failpoints: &mmapfile.Failpoints{Mmap: func() error { return syscall.ENOMEM }}})
+	_, err := scaling.Open(path, fpOptions(&mmapfile.Failpoints{Mmap: func() error { return syscall.ENOMEM }}))
 	if !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("Open: %v, want ENOMEM", err)
 	}

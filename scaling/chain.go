@@ -8,6 +8,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -26,6 +27,9 @@ type chain struct {
 	frontier   uint64   // the largest id of the sealed filters' ranges (see route)
 	anySealed  bool     // some sealed filter has a non-empty range
 	keep       *mapKeep // keeps the mapping while the chain is in use
+	// legacy routes Adds as version 1.0 did (the negative control
+	// testknobs.Knobs.LegacyRouting; see route).
+	legacy bool
 }
 
 type member struct {
@@ -35,9 +39,10 @@ type member struct {
 	seq  uint64 // the chain's filter number (retired once the hot retired word passes it)
 	// retired and replaced are the hot retired and replaced words (see gone).
 	retired, replaced *uint64
-	salt              uint64       // added to the native hash (0 for the original's hash)
-	line              *header.Line // the filter's hot line (Pending: Adds admitted, not yet counted; see admit)
-	ix                lateIndex    // empty for a filter without one
+	tk                *testknobs.Knobs // the handle's (nil: none; see gone)
+	salt              uint64           // added to the native hash (0 for the original's hash)
+	line              *header.Line     // the filter's hot line (Pending: Adds admitted, not yet counted; see admit)
+	ix                lateIndex        // empty for a filter without one
 	quota             [quotaShards]quotaShard
 
 	// Per-writer item counts (header/counts.go); counts is nil for a filter
@@ -54,7 +59,7 @@ type member struct {
 
 func (f *Filter) loadChain(m *header.Meta) error {
 	old := f.chain.Load()
-	c := &chain{base: m.Retired, retired: atomic.LoadUint64(f.retired), dirRetired: m.Retired}
+	c := &chain{base: m.Retired, retired: atomic.LoadUint64(f.retired), dirRetired: m.Retired, legacy: knob(f.tk).LegacyRouting}
 	if old != nil {
 		c.keep = old.keep
 	} else {
@@ -90,7 +95,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			return &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
 		}
 		mb := &member{
-			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced,
+			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced, tk: f.tk,
 			line: header.LineAt(f.hot, i),
 		}
 		if d.HashID == header.HashXXH64Seeded {
@@ -135,12 +140,8 @@ func (f *Filter) loadChain(m *header.Meta) error {
 // or retired some since c was built, or a rewrite is replacing the file
 // (I12; the three words share a line: one miss at most).
 func (f *Filter) stale(c *chain) bool {
-	return f.chainStale(c) || (atomic.LoadUint64(f.replaced) != header.ReplaceNone && !skipReplaceCheck)
+	return f.chainStale(c) || (atomic.LoadUint64(f.replaced) != header.ReplaceNone && !knob(f.tk).SkipReplaceCheck)
 }
-
-// skipReplaceCheck makes lookups ignore the replaced word: the negative
-// control of TestOverwriteMovesOpenHandles.
-var skipReplaceCheck = false
 
 func (f *Filter) chainStale(c *chain) bool {
 	return atomic.LoadUint64(f.published) > c.end || atomic.LoadUint64(f.retired) > c.retired
@@ -193,10 +194,6 @@ func (f *Filter) refresh() error {
 	return f.loadChain(m)
 }
 
-// growSkipsReclaim makes grow keep the handle's reservations: the negative
-// control of TestGrowGivesBackOwnReservations.
-var growSkipsReclaim = false
-
 // growWhy says why grow is called.
 type growWhy int
 
@@ -244,7 +241,9 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	// word; give them back before deciding it is full: another goroutine
 	// of this handle may have finished an Add between the caller's
 	// reclaim and now, leaving it counted in items and in pending at once.
-	if c := f.chain.Load(); c != nil && !growSkipsReclaim {
+	// (GrowSkipsReclaim keeps them: the negative control of
+	// TestGrowGivesBackOwnReservations.)
+	if c := f.chain.Load(); c != nil && !knob(f.tk).GrowSkipsReclaim {
 		if nm := c.f[len(c.f)-1]; nm.idx == last {
 			nm.reclaim()
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 const closeRaceEnv = "DABLOOMS_CLOSE_RACE_UNMAP"
@@ -26,15 +28,14 @@ const closeRaceEnv = "DABLOOMS_CLOSE_RACE_UNMAP"
 // cleanup returns the address range to the system.
 //
 // The negative control runs the same loop in a child process with Close
-// unmapping at once (unmapAtClose): the child must die of a memory fault,
+// unmapping at once (Knobs.UnmapAtClose): the child must die of a memory fault,
 // which shows the loop does reach lookups racing Close.
 func TestCloseDuringLookups(t *testing.T) {
 	if os.Getenv(closeRaceEnv) == "1" {
-		unmapAtClose = true
-		closeRace(t, 200)
+		closeRace(t, 200, &testknobs.Knobs{UnmapAtClose: true})
 		t.Fatal("negative control: no lookup faulted although Close unmapped at once")
 	}
-	addr := closeRace(t, 20)
+	addr := closeRace(t, 20, nil)
 	// The readers have returned and nothing references the chains: the
 	// cleanup unmaps the range.
 	deadline := time.Now().Add(5 * time.Second)
@@ -62,8 +63,8 @@ func TestCloseDuringLookups(t *testing.T) {
 
 // closeRace runs rounds of: create a filter, start readers, close it while
 // they run, check that lookups then report false. It returns the address
-// of the last round's counters.
-func closeRace(t *testing.T, rounds int) uintptr {
+// of the last round's counters. The filters have the knobs k.
+func closeRace(t *testing.T, rounds int, k *testknobs.Knobs) uintptr {
 	requireFiles(t)
 	const n = 20000
 	keys := make([][]byte, n)
@@ -72,7 +73,7 @@ func closeRace(t *testing.T, rounds int) uintptr {
 	}
 	var addr uintptr
 	for round := 0; round < rounds; round++ {
-		f, err := Create(filepath.Join(t.TempDir(), "close.dbl"), &Options{Capacity: n})
+		f, err := Create(filepath.Join(t.TempDir(), "close.dbl"), &Options{Capacity: n, knobs: k})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -507,7 +508,7 @@ func TestDefectSameIDScales(t *testing.T) {
 func TestDefectFullDisk(t *testing.T) {
 	requireFiles(t)
 	fp := &mmapfile.Failpoints{}
-	f, path := newStore(t, inFile, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, Failpoints: fp})
+	f, path := newStore(t, inFile, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, knobs: &testknobs.Knobs{Failpoints: fp}})
 	for i := range 100 {
 		if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {
 			t.Fatal(err)

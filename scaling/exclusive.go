@@ -48,11 +48,6 @@ import (
 // in place of the file's, which says ReplaceFreezing for everyone else;
 // sharedReplaced is the file's.
 
-// exclusiveSkipFreeze makes takeExclusive take no lock and leave the
-// replaced word alone, so other writers do not wait: the negative control
-// of TestExclusiveHoldsOtherWriters.
-var exclusiveSkipFreeze = false
-
 // takeExclusive makes f, opened read-write on a file of flags flags and
 // not yet shared, the file's only writer until it is closed.
 func (f *Filter) takeExclusive(flags uint64) error {
@@ -66,7 +61,9 @@ func (f *Filter) takeExclusive(flags uint64) error {
 	case flags&header.FlagLiveReplace == 0:
 		// Its other handles would not watch the replaced word.
 		return fmt.Errorf("%w: an exclusive handle needs a file of version 1.3 or later (Compact rewrites it so)", ErrNotLive)
-	case exclusiveSkipFreeze:
+	case knob(f.tk).ExclusiveSkipFreeze:
+		// No lock, the replaced word left alone: other writers do not
+		// wait (the negative control of TestExclusiveHoldsOtherWriters).
 		f.becomeExclusive(f.replaced)
 		return nil
 	}

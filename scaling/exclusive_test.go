@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // items is the item count of the whole chain.
@@ -172,8 +174,6 @@ func TestExclusiveHoldsOtherWriters(t *testing.T) {
 	requireFiles(t)
 	for _, control := range []bool{false, true} {
 		t.Run(map[bool]string{false: "exclusive", true: "control-no-freeze"}[control], func(t *testing.T) {
-			defer func(v bool) { exclusiveSkipFreeze = v }(exclusiveSkipFreeze)
-			exclusiveSkipFreeze = control
 			// The control needs a round or two to lose a count; the
 			// check, a few rounds to pass.
 			rounds := 3
@@ -214,7 +214,7 @@ func exclusiveRound(t *testing.T, control bool) bool {
 		t.Fatal(err)
 	}
 	defer sh.Close()
-	ex, err := Open(path, &OpenOptions{Exclusive: true})
+	ex, err := Open(path, &OpenOptions{Exclusive: true, knobs: &testknobs.Knobs{ExclusiveSkipFreeze: control}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,16 +406,14 @@ func TestExclusiveLeavesNoReservation(t *testing.T) {
 func TestExclusiveCreateReplacedFirst(t *testing.T) {
 	requireFiles(t)
 	path := filepath.Join(t.TempDir(), "c.dbl")
-	defer func(h func(string)) { createHook = h }(createHook)
-	createHook = func(p string) {
-		createHook = nil
+	replaceFirst := func(p string) {
 		g, err := Create(p, &Options{Capacity: 1000, Overwrite: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.Close()
 	}
-	f, err := Create(path, &Options{Capacity: 1000, Exclusive: true})
+	f, err := Create(path, &Options{Capacity: 1000, Exclusive: true, knobs: &testknobs.Knobs{CreateHook: replaceFirst}})
 	if err == nil {
 		f.Close()
 		t.Fatal("Create held a file that was replaced before it was held")

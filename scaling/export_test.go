@@ -1,9 +1,5 @@
 package scaling
 
-// SetSkipReplaceCheck turns the lookups' check of the replaced word off
-// (the negative control of the external multi-process replacement test).
-func SetSkipReplaceCheck(v bool) { skipReplaceCheck = v }
-
 // OldOpenLockReleased is oldOpenLockReleased (replace_test.go).
 var OldOpenLockReleased = oldOpenLockReleased
 
@@ -12,4 +8,21 @@ var OldOpenLockReleased = oldOpenLockReleased
 var (
 	StressDuration = stressDuration
 	StressSeed     = stressSeed
+)
+
+// The helpers of the white-box tests that the external contract tests
+// (package scaling_test: persist_test.go) share.
+type StoreMode = storeMode
+
+const (
+	InFile   = inFile
+	InMemory = inMemory
+)
+
+var (
+	NewStore     = newStore
+	MakeKey      = makeKey
+	KeyString    = keyString
+	Identify     = identify
+	RequireFiles = requireFiles
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/seqnum"
 )
@@ -27,6 +28,7 @@ type Filter struct {
 	params  header.Params
 	timeout time.Duration
 	bootID  [16]byte
+	tk      *testknobs.Knobs // the module's tests (testknobs.go); nil: none
 
 	hot       []uint64 // words [HotOffset, DataOffset)
 	words     seqnum.Words
@@ -101,14 +103,6 @@ func (k *mapKeep) answered() bool {
 	return !k.detached.Load()
 }
 
-// unmapAtClose makes Close unmap at once, as if lookups were not protected
-// by mapKeep: the negative control of TestCloseDuringLookups sets it.
-var unmapAtClose = false
-
-// skipDetachedMark makes shutdown detach without telling lookups in flight:
-// the negative control of TestLookupsSurviveReplacement sets it.
-var skipDetachedMark atomic.Bool
-
 type guard struct {
 	n atomic.Int64
 	_ [56]byte
@@ -158,12 +152,12 @@ func Create(path string, opts *Options) (*Filter, error) {
 	}
 	f.path = path
 	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
-		Failpoints: o.Failpoints, BootID: o.BootID}
+		BootID: o.BootID, knobs: o.knobs}
 	if o.Exclusive {
 		// The file is at the path already: another handle may open it,
 		// or even replace it, before it is held.
-		if createHook != nil {
-			createHook(path)
+		if h := knob(o.knobs).CreateHook; h != nil {
+			h(path)
 		}
 		if err := f.takeExclusive(createFlags()); err != nil {
 			f.Close()
@@ -176,17 +170,8 @@ func Create(path string, opts *Options) (*Filter, error) {
 	return f, nil
 }
 
-// createHook, if set, runs in Create between the new file's rename to the
-// path and the exclusive hold (tests).
-var createHook func(path string)
-
 // createFlags are the feature flags of a new file.
-func createFlags() uint64 {
-	if layout10 {
-		return 0
-	}
-	return header.FlagLiveReplace
-}
+func createFlags() uint64 { return header.FlagLiveReplace }
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
 // nothing is written to disk, and the race detector sees every access.
@@ -252,13 +237,13 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 // nil, fills counters and hot words before anything is synced and published.
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
-	m.Flags |= createFlags() // (a file as version 1.0 wrote it has none)
+	m.Flags |= createFlags()
 	for _, d := range dir {
 		if d.Extra > 0 {
 			m.Flags |= header.FlagExtras
 		}
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
 	f.setBootID(o.BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
@@ -312,7 +297,7 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	}
 	for tries := 0; ; tries++ {
 		mf, err := mmapfile.Open(path, &mmapfile.Options{
-			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
 			OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
 		})
 		if err != nil {
@@ -346,7 +331,7 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
@@ -671,8 +656,12 @@ func (f *Filter) shutdown() {
 	f.releaseSlot()
 	f.w.closeWriter(f)
 	keep := f.chain.Swap(nil).keep
-	if d, ok := f.r.(mmapfile.Detacher); ok && !unmapAtClose {
-		if !skipDetachedMark.Load() {
+	// (UnmapAtClose: unmap at once, as if lookups were not protected by
+	// mapKeep; SkipDetachedMark: detach without telling lookups in flight.
+	// The negative controls of TestCloseDuringLookups and
+	// TestLookupsSurviveReplacement.)
+	if d, ok := f.r.(mmapfile.Detacher); ok && !knob(f.tk).UnmapAtClose {
+		if !knob(f.tk).SkipDetachedMark {
 			keep.detached.Store(true) // before the zero pages (see mapKeep)
 		}
 		f.closeErr = d.Detach()

@@ -1,17 +1,15 @@
 package scaling
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // Late Adds (route, lateindex.go): several writers, each with its own
@@ -112,9 +110,7 @@ func TestLateAddsRemoveExactly(t *testing.T) {
 	} {
 		for _, legacy := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/legacy=%v", tc.name, legacy), func(t *testing.T) {
-				setLegacyRouting(legacy)
-				defer setLegacyRouting(false)
-				f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 1})
+				f, err := NewMemory(&Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 1, knobs: &testknobs.Knobs{LegacyRouting: legacy}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -193,37 +189,12 @@ func TestLateAddsConcurrent(t *testing.T) {
 // late-add index and item counts, and the file then carries FlagExtras.
 func TestVersion10FileOpensAndGrows(t *testing.T) {
 	requireFiles(t)
-	path := filepath.Join(t.TempDir(), "v10.dbl")
-	layout10 = true
-	f, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 3})
-	layout10 = false
-	if err != nil {
-		t.Fatal(err)
+	// One filter holding k0…k49, as version 1.0 wrote it.
+	path := copyFixture(t, "v10-minor0.dbl")
+	if m := readMetaOf(t, path); m.Minor != 0 || m.Flags != 0 || len(m.Filters) != 1 {
+		t.Fatalf("the fixture: version 1.%d, flags %#x, %d filters", m.Minor, m.Flags, len(m.Filters))
 	}
-	for i := range 50 {
-		if err := f.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, base := range []int{header.MetaAOffset, header.MetaBOffset} {
-		m := b[base : base+header.MetaSize]
-		if binary.LittleEndian.Uint64(m[16:]) != 0 {
-			t.Fatalf("a one-filter file carries feature flags %#x", binary.LittleEndian.Uint64(m[16:]))
-		}
-		binary.LittleEndian.PutUint16(m[10:], 0) // minor version 0
-		binary.LittleEndian.PutUint32(m[header.MetaSize-4:], crc32.Checksum(m[:header.MetaSize-4], crc32.MakeTable(crc32.Castagnoli)))
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err = Open(path, nil)
+	f, err := Open(path, nil)
 	if err != nil {
 		t.Fatalf("a version 1.0 file: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -156,7 +157,7 @@ func (g *fsyncGate) fsync() error {
 func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 	requireFiles(t)
 	gate := newGate(2) // the growth's second fsync: after metadata copy 1
-	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}})
+	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}}})
 	addRange(t, w, 0, 5)
 	b := openFile(t, path, nil) // knows 1 filter
 	addRange(t, w, 5, 15)       // 2 filters published
@@ -210,7 +211,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 func TestManyGoroutinesNeverOverfill(t *testing.T) {
 	requireFiles(t)
 	slow := func() error { time.Sleep(200 * time.Microsecond); return nil }
-	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, Failpoints: &mmapfile.Failpoints{Fsync: slow}})
+	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &mmapfile.Failpoints{Fsync: slow}}})
 	var id atomic.Uint64
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -371,16 +372,17 @@ func TestWriterClosingIsNotDead(t *testing.T) {
 	requireFiles(t)
 	w, path := createFile(t, &Options{Seed: 1})
 	addRange(t, w, 0, 10)
-	r := openFile(t, path, &OpenOptions{ReadOnly: true})
 	op := &header.RecordAt(w.hot, w.slot, 0).Op
 	idle := atomic.LoadUint64(op)
-	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
-	slotReadHook = func(s int) {
-		slotReadHook = nil
-		atomic.StoreUint64(op, idle) // the Add completes...
-		w.Close()                    // ...and the writer closes
+	var once sync.Once
+	closing := func(int) {
+		once.Do(func() {
+			atomic.StoreUint64(op, idle) // the Add completes...
+			w.Close()                    // ...and the writer closes
+		})
 	}
-	defer func() { slotReadHook = nil }()
+	r := openFile(t, path, &OpenOptions{ReadOnly: true, knobs: &testknobs.Knobs{SlotReadHook: closing}})
+	atomic.StoreUint64(op, uint64(header.OpWord(idle).Begin(header.OpAdd, 0))) // an Add in flight
 	if c := r.Condition(); c != Unflushed {
 		t.Fatalf("Condition = %v while a live writer finished and closed, want unflushed", c)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -24,7 +25,7 @@ import (
 // writer's Adds must go on into the new file, and after each rewrite no
 // process may keep the old file open (its open lock is released).
 // Negative control: a reader that ignores the replaced word
-// (SetSkipReplaceCheck) answers from the old file and misses the Adds
+// (testknobs.Knobs.SkipReplaceCheck) answers from the old file and misses the Adds
 // made after the rewrite.
 
 var replaceChildren = childproc.Family{Test: "TestMPReplaceChild", Prefix: "DABLOOMS_MPR_"}
@@ -82,8 +83,9 @@ func mprWriter(ctl *childproc.Shm) error {
 }
 
 func mprReader(ctl *childproc.Shm) error {
-	scaling.SetSkipReplaceCheck(replaceChildren.Env("CONTROL") == "1")
-	f, err := scaling.Open(replaceChildren.Env("PATH"), &scaling.OpenOptions{ReadOnly: true})
+	o := &scaling.OpenOptions{ReadOnly: true}
+	testknobs.Set(o, &testknobs.Knobs{SkipReplaceCheck: replaceChildren.Env("CONTROL") == "1"})
+	f, err := scaling.Open(replaceChildren.Env("PATH"), o)
 	if err != nil {
 		return err
 	}

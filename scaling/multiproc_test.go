@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // children are the roles TestMPChild runs; their environment variables
@@ -60,11 +61,16 @@ func TestMPChild(t *testing.T) {
 // childStart maps the shared words named by the environment variable
 // shmEnv and opens the file PATH read-write: how most children start.
 func childStart(shmEnv string) (*childproc.Shm, *Filter, error) {
+	return childStartWith(shmEnv, nil)
+}
+
+// childStartWith is childStart with the handle opened with knobs k.
+func childStartWith(shmEnv string, k *testknobs.Knobs) (*childproc.Shm, *Filter, error) {
 	shm, err := childproc.MapShm(children.Env(shmEnv), childproc.CtlWords, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := Open(children.Env("PATH"), nil)
+	f, err := Open(children.Env("PATH"), &OpenOptions{knobs: k})
 	if err != nil {
 		return nil, nil, err
 	}

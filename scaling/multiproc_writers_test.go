@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // Multi-writer exact removes.
@@ -39,7 +40,7 @@ import (
 // false positives of older filters.
 //
 // TestMPWritersLegacyControl is the negative control: the children switch to
-// the old routing (setLegacyRouting), and the disjoint-blocks workload must
+// the old routing (Knobs.LegacyRouting), and the disjoint-blocks workload must
 // then show ambiguous removes, which proves the workload reaches the defect.
 
 const writersCapacity = 1_000
@@ -87,10 +88,7 @@ const (
 
 // childWriters is one writer of runWriters.
 func childWriters() error {
-	if children.Env("LEGACY") == "1" {
-		setLegacyRouting(true)
-	}
-	ctl, f, err := childStart("CTL")
+	ctl, f, err := childStartWith("CTL", &testknobs.Knobs{LegacyRouting: children.Env("LEGACY") == "1"})
 	if err != nil {
 		return err
 	}

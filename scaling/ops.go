@@ -250,8 +250,8 @@ func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.
 // may wait for the growth lock, and a retirement or growth holding it may
 // be waiting for this handle's records to finish.
 func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
-	if routeHook != nil {
-		routeHook(m)
+	if f.tk != nil && f.tk.RouteHook != nil {
+		f.tk.RouteHook(m.seq)
 	}
 	if !late {
 		return noRetry, nil
@@ -510,12 +510,6 @@ func decrementItems(items *uint64) {
 	}
 }
 
-// legacyRouting makes route behave as in version 1.0, without late Adds:
-// the negative control of the multi-writer tests sets it.
-var legacyRouting atomic.Bool
-
-func setLegacyRouting(on bool) { legacyRouting.Store(on) }
-
 // route picks the filter an Add with id goes to and admits the Add there
 // (see admit), or returns nil if the newest filter is full and the chain
 // must grow first. No two filters claim one id (I8, I9):
@@ -530,8 +524,11 @@ func setLegacyRouting(on bool) { legacyRouting.Store(on) }
 //     late-add index, where Remove finds it. A filter without an index
 //     (the first, or one a 1.0 library appended) takes it as 1.0 did, by
 //     widening its range over an older one's.
+//
+// A chain with legacy set (the negative control
+// testknobs.Knobs.LegacyRouting) routes every Add as version 1.0 did.
 func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaShard) {
-	if legacyRouting.Load() {
+	if c.legacy {
 		return routeLegacy(w, c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]

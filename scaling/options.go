@@ -8,6 +8,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -60,10 +61,10 @@ type Options struct {
 	AllowNetworkFS bool
 	// LockTimeout bounds every wait for a cross-process lock (default 10 s).
 	LockTimeout time.Duration
-	// Failpoints inject sync, allocation and mapping failures (tests).
-	Failpoints *mmapfile.Failpoints
 	// BootID overrides the machine's boot identity (tests of crash detection).
 	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // OpenOptions configure Open. The zero value means the defaults.
@@ -76,7 +77,6 @@ type OpenOptions struct {
 	Reserve        int64
 	AllowNetworkFS bool
 	LockTimeout    time.Duration
-	Failpoints     *mmapfile.Failpoints
 	BootID         string
 	// Exclusive makes the handle the file's only writer until Close, for
 	// bulk loads and single-writer applications: its Add, Remove and
@@ -101,6 +101,8 @@ type OpenOptions struct {
 	// death. After an OS crash the file may still say it is held (the
 	// word is cleared at Close, not synced): the next writer clears it.
 	Exclusive bool
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -168,7 +170,7 @@ func chainLimit(p *header.Params) int {
 // fileOptions are the options of the file Create makes.
 func (o *Options) fileOptions() *mmapfile.Options {
 	return &mmapfile.Options{
-		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: o.Failpoints,
+		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
 		OpenLock: header.OpenLockOffset,
 	}
 }
@@ -183,10 +185,6 @@ func filterTarget(p *header.Params, i int) float64 {
 func filterCapacity(p *header.Params, i int) uint64 {
 	return uint64(math.Round(float64(p.Capacity) * math.Pow(p.GrowthFactor, float64(i))))
 }
-
-// layout10 makes describe size filters as version 1.0 did, without extra
-// pages: tests use it to write a 1.0 file.
-var layout10 = false
 
 // describe sizes filter i of a chain whose previous filter ends at off.
 func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) (header.FilterDesc, error) {
@@ -214,7 +212,7 @@ func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) 
 	}
 	length := filterLength(counters)
 	var extra int64
-	if p.HashID == header.HashXXH64Seeded && !layout10 {
+	if p.HashID == header.HashXXH64Seeded {
 		// The writers' item counts; every filter that follows another can
 		// take late Adds (see route).
 		extra = header.CountsBytes

@@ -1,9 +1,10 @@
-package scaling
+package scaling_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/dablooms/dablooms/scaling"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ type persistChildReport struct {
 // increasing ids (the chain grows), removes every 7th, flushes, writes its
 // answers to path+".json" and exits without closing the filter.
 func TestPersistChild(t *testing.T) {
-	requireFiles(t)
+	scaling.RequireFiles(t)
 	path := os.Getenv(persistChildEnv)
 	if path == "" {
 		t.Skip("helper process of TestPersistAcrossProcesses")
@@ -45,19 +46,19 @@ func TestPersistChild(t *testing.T) {
 		os.Stderr.WriteString("child: " + what + ": " + err.Error() + "\n")
 		os.Exit(2)
 	}
-	f, err := Create(path, &Options{Capacity: 4000, ErrorRate: 0.01})
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 4000, ErrorRate: 0.01})
 	if err != nil {
 		fail("create", err)
 	}
 	var buf []byte
 	for i := range persistChildKeys {
-		buf = makeKey(buf, "key-", i)
+		buf = scaling.MakeKey(buf, "key-", i)
 		if err := f.Add(buf, uint64(i)); err != nil {
 			fail("add", err)
 		}
 	}
 	for i := 0; i < persistChildKeys; i += persistChildRemoval {
-		buf = makeKey(buf, "key-", i)
+		buf = scaling.MakeKey(buf, "key-", i)
 		if err := f.Remove(buf, uint64(i)); err != nil {
 			fail("remove", err)
 		}
@@ -67,10 +68,10 @@ func TestPersistChild(t *testing.T) {
 		rep.FlushError = err.Error()
 	}
 	for i := range persistChildKeys {
-		rep.Present = append(rep.Present, "01"[boolInt(f.Contains(makeKey(buf, "key-", i)))])
+		rep.Present = append(rep.Present, "01"[boolInt(f.Contains(scaling.MakeKey(buf, "key-", i)))])
 	}
 	for i := range persistChildAbsent {
-		rep.Absent = append(rep.Absent, "01"[boolInt(f.Contains(makeKey(buf, "absent-", i)))])
+		rep.Absent = append(rep.Absent, "01"[boolInt(f.Contains(scaling.MakeKey(buf, "absent-", i)))])
 	}
 	st := f.Stats()
 	rep.Mem, rep.Disk, rep.Filters, rep.Count, rep.Condition = f.MemSeqnum(), f.DiskSeqnum(), len(st.Filters), st.Count, f.Condition().String()
@@ -95,7 +96,7 @@ func boolInt(b bool) int {
 // answers every query exactly as the writer saw it, read-write and
 // read-only, with its seed, seqnums and condition.
 func TestPersistAcrossProcesses(t *testing.T) {
-	requireFiles(t)
+	scaling.RequireFiles(t)
 	path := filepath.Join(t.TempDir(), "child.dbl")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPersistChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), persistChildEnv+"="+path)
@@ -127,9 +128,9 @@ func TestPersistAcrossProcesses(t *testing.T) {
 	}
 	t.Logf("child: seed %#x, %d filters, %d items, mem = disk = %d", rep.Seed, rep.Filters, rep.Count, rep.Mem)
 
-	before := identify(t, path)
+	before := scaling.Identify(t, path)
 	for _, ro := range []bool{true, false} {
-		f, err := Open(path, &OpenOptions{ReadOnly: ro})
+		f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: ro})
 		if err != nil {
 			t.Fatalf("read-only %v: %v", ro, err)
 		}
@@ -137,18 +138,18 @@ func TestPersistAcrossProcesses(t *testing.T) {
 		if f.Params().Seed != rep.Seed || len(st.Filters) != rep.Filters || st.Count != rep.Count {
 			t.Errorf("read-only %v: seed %#x, %d filters, %d items; child had %#x, %d, %d", ro, f.Params().Seed, len(st.Filters), st.Count, rep.Seed, rep.Filters, rep.Count)
 		}
-		if f.MemSeqnum() != rep.Mem || f.DiskSeqnum() != rep.Disk || f.Condition() != Clean {
+		if f.MemSeqnum() != rep.Mem || f.DiskSeqnum() != rep.Disk || f.Condition() != scaling.Clean {
 			t.Errorf("read-only %v: mem %d disk %d %v, want %d %d clean", ro, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), rep.Mem, rep.Disk)
 		}
 		var buf []byte
 		diff := 0
 		for i := range persistChildKeys {
-			if got := "01"[boolInt(f.Contains(makeKey(buf, "key-", i)))]; got != rep.Present[i] {
+			if got := "01"[boolInt(f.Contains(scaling.MakeKey(buf, "key-", i)))]; got != rep.Present[i] {
 				diff++
 			}
 		}
 		for i := range persistChildAbsent {
-			if got := "01"[boolInt(f.Contains(makeKey(buf, "absent-", i)))]; got != rep.Absent[i] {
+			if got := "01"[boolInt(f.Contains(scaling.MakeKey(buf, "absent-", i)))]; got != rep.Absent[i] {
 				diff++
 			}
 		}
@@ -159,7 +160,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if after := identify(t, path); after != before {
+			if after := scaling.Identify(t, path); after != before {
 				t.Fatal("a read-only open changed the file")
 			}
 			continue
@@ -168,7 +169,7 @@ func TestPersistAcrossProcesses(t *testing.T) {
 		if err := f.AddString("after-reopen", persistChildKeys); err != nil {
 			t.Fatal(err)
 		}
-		if f.MemSeqnum() != rep.Mem+1 || f.DiskSeqnum() != 0 || f.Condition() != Unflushed {
+		if f.MemSeqnum() != rep.Mem+1 || f.DiskSeqnum() != 0 || f.Condition() != scaling.Unflushed {
 			t.Errorf("after one more add: mem %d disk %d %v, want %d 0 unflushed", f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), rep.Mem+1)
 		}
 		if err := f.Close(); err != nil {
@@ -181,11 +182,11 @@ func TestPersistAcrossProcesses(t *testing.T) {
 // handle: mem counts completed modifications, disk equals mem right after a
 // Flush and is 0 after the next change, the condition follows.
 func TestPersistSeqnums(t *testing.T) {
-	requireFiles(t)
-	for _, mode := range []storeMode{inFile, inMemory} {
+	scaling.RequireFiles(t)
+	for _, mode := range []scaling.StoreMode{scaling.InFile, scaling.InMemory} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, path := newStore(t, mode, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
-			check := func(when string, mem, disk uint64, c Condition) {
+			f, path := scaling.NewStore(t, mode, &scaling.Options{Capacity: 100, ErrorRate: 0.01, Seed: 9})
+			check := func(when string, mem, disk uint64, c scaling.Condition) {
 				t.Helper()
 				if f.MemSeqnum() != mem || f.DiskSeqnum() != disk || f.Condition() != c {
 					t.Fatalf("%s: mem %d disk %d %v, want %d %d %v", when, f.MemSeqnum(), f.DiskSeqnum(), f.Condition(), mem, disk, c)
@@ -195,70 +196,70 @@ func TestPersistSeqnums(t *testing.T) {
 					t.Fatalf("%s: Stats mem %d disk %d %v, want %d %d %v", when, st.MemSeqnum, st.DiskSeqnum, st.Condition, mem, disk, c)
 				}
 			}
-			check("new", 0, 0, Clean)
+			check("new", 0, 0, scaling.Clean)
 			const n = 250 // the chain grows twice on the way
 			for i := range n {
-				if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {
+				if err := f.AddString(scaling.KeyString("key-", i), uint64(i)); err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
-					check("first add", 1, 0, Unflushed)
+					check("first add", 1, 0, scaling.Unflushed)
 				}
 			}
-			check("after adds", n, 0, Unflushed)
+			check("after adds", n, 0, scaling.Unflushed)
 			if err := f.Flush(); err != nil { // the original's Go binding returned false here
 				t.Fatalf("Flush: %v", err)
 			}
-			check("after flush", n, n, Clean)
+			check("after flush", n, n, scaling.Clean)
 			if err := f.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			check("after a second flush", n, n, Clean)
+			check("after a second flush", n, n, scaling.Clean)
 
 			// A Remove that finds nothing changes nothing, not even the state.
 			absent := ""
 			for i := 0; absent == ""; i++ {
-				if k := keyString("absent-", i); !f.ContainsString(k) {
+				if k := scaling.KeyString("absent-", i); !f.ContainsString(k) {
 					absent = k
 				}
 			}
-			if err := f.RemoveString(absent, 3); !errors.Is(err, ErrNotPresent) {
+			if err := f.RemoveString(absent, 3); !errors.Is(err, scaling.ErrNotPresent) {
 				t.Fatalf("Remove of an absent key: %v", err)
 			}
-			check("after a failed remove", n, n, Clean)
+			check("after a failed remove", n, n, scaling.Clean)
 
-			if err := f.RemoveString(keyString("key-", 3), 3); err != nil {
+			if err := f.RemoveString(scaling.KeyString("key-", 3), 3); err != nil {
 				t.Fatal(err)
 			}
-			check("after a remove", n+1, 0, Unflushed)
+			check("after a remove", n+1, 0, scaling.Unflushed)
 			if err := f.AddString("one-more", 1000); err != nil {
 				t.Fatal(err)
 			}
-			check("after an add", n+2, 0, Unflushed)
+			check("after an add", n+2, 0, scaling.Unflushed)
 			if err := f.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			check("after the second flush", n+2, n+2, Clean)
-			if mode == inMemory {
+			check("after the second flush", n+2, n+2, scaling.Clean)
+			if mode == scaling.InMemory {
 				return
 			}
 			if err := f.Close(); err != nil {
 				t.Fatal(err)
 			}
-			g, err := Open(path, nil)
+			g, err := scaling.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer g.Close()
 			f = g
-			check("reopened", n+2, n+2, Clean)
-			if !f.ContainsString("one-more") || !f.ContainsString(keyString("key-", n-1)) {
+			check("reopened", n+2, n+2, scaling.Clean)
+			if !f.ContainsString("one-more") || !f.ContainsString(scaling.KeyString("key-", n-1)) {
 				t.Fatal("keys lost across reopen")
 			}
 			if err := f.AddString("after-reopen", 1001); err != nil {
 				t.Fatal(err)
 			}
-			check("add after reopen", n+3, 0, Unflushed)
+			check("add after reopen", n+3, 0, scaling.Unflushed)
 		})
 	}
 }
@@ -267,14 +268,14 @@ func TestPersistSeqnums(t *testing.T) {
 // answers Contains (also for keys and filters a writer adds meanwhile) and
 // never writes to the file.
 func TestPersistReadOnly(t *testing.T) {
-	requireFiles(t)
+	scaling.RequireFiles(t)
 	path := filepath.Join(t.TempDir(), "ro.dbl")
-	w, err := Create(path, &Options{Capacity: 100, ErrorRate: 0.01, Seed: 10})
+	w, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.01, Seed: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		w.AddString(keyString("key-", i), uint64(i))
+		w.AddString(scaling.KeyString("key-", i), uint64(i))
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
@@ -282,39 +283,39 @@ func TestPersistReadOnly(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := identify(t, path)
-	r, err := Open(path, &OpenOptions{ReadOnly: true})
+	before := scaling.Identify(t, path)
+	r, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, err := range []error{r.AddString("x", 1), r.Add(nil, 1), r.RemoveString(keyString("key-", 1), 1), r.Flush()} {
-		if !errors.Is(err, ErrReadOnly) {
+	for _, err := range []error{r.AddString("x", 1), r.Add(nil, 1), r.RemoveString(scaling.KeyString("key-", 1), 1), r.Flush()} {
+		if !errors.Is(err, scaling.ErrReadOnly) {
 			t.Fatalf("modification on a read-only handle: %v, want ErrReadOnly", err)
 		}
 	}
 	for i := range 50 {
-		if !r.ContainsString(keyString("key-", i)) {
+		if !r.ContainsString(scaling.KeyString("key-", i)) {
 			t.Fatalf("read-only handle: key %d absent", i)
 		}
 	}
-	if st := r.Stats(); st.Count != 50 || len(st.Filters) != 1 || st.Condition != Clean {
+	if st := r.Stats(); st.Count != 50 || len(st.Filters) != 1 || st.Condition != scaling.Clean {
 		t.Fatalf("read-only Stats: %d items, %d filters, %v", st.Count, len(st.Filters), st.Condition)
 	}
-	if after := identify(t, path); after != before {
+	if after := scaling.Identify(t, path); after != before {
 		t.Fatal("read-only handle changed the file")
 	}
 
 	// A writer opened beside it: the reader sees its adds, also in filters
 	// appended after the reader opened.
-	w, err = Open(path, nil)
+	w, err = scaling.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 50; i < 400; i++ {
-		if err := w.AddString(keyString("key-", i), uint64(i)); err != nil {
+		if err := w.AddString(scaling.KeyString("key-", i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
-		if !r.ContainsString(keyString("key-", i)) {
+		if !r.ContainsString(scaling.KeyString("key-", i)) {
 			t.Fatalf("read-only handle misses key %d just added by the writer", i)
 		}
 	}
@@ -332,15 +333,15 @@ func TestPersistReadOnly(t *testing.T) {
 // TestPersistClosed: every operation on a closed Filter fails with ErrClosed
 // (Contains reports false), and Close is idempotent.
 func TestPersistClosed(t *testing.T) {
-	requireFiles(t)
+	scaling.RequireFiles(t)
 	path := filepath.Join(t.TempDir(), "closed.dbl")
-	fw, err := Create(path, &Options{Capacity: 100, Seed: 11})
+	fw, err := scaling.Create(path, &scaling.Options{Capacity: 100, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fw.AddString("k", 1)
 	fw.Flush()
-	fm, err := NewMemory(&Options{Capacity: 100, Seed: 11})
+	fm, err := scaling.NewMemory(&scaling.Options{Capacity: 100, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,11 +349,11 @@ func TestPersistClosed(t *testing.T) {
 	if err := fw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fr, err := Open(path, &OpenOptions{ReadOnly: true})
+	fr, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]*Filter{"file": fw, "memory": fm, "read-only": fr} {
+	for name, f := range map[string]*scaling.Filter{"file": fw, "memory": fm, "read-only": fr} {
 		t.Run(name, func(t *testing.T) {
 			if name != "file" {
 				if err := f.Close(); err != nil {
@@ -366,7 +367,7 @@ func TestPersistClosed(t *testing.T) {
 				"Add": f.AddString("k", 1), "Add(nil)": f.Add(nil, 1), "Remove": f.RemoveString("k", 1),
 				"RemoveBytes": f.Remove([]byte("k"), 1), "Flush": f.Flush(),
 			} {
-				if !errors.Is(err, ErrClosed) {
+				if !errors.Is(err, scaling.ErrClosed) {
 					t.Errorf("%s on a closed filter: %v, want ErrClosed", op, err)
 				}
 			}
@@ -389,10 +390,10 @@ func TestPersistClosed(t *testing.T) {
 // TestPersistEmptyKey: the empty key is a key like any other (the original's
 // Go binding panicked on it), in every spelling and across a reopen.
 func TestPersistEmptyKey(t *testing.T) {
-	requireFiles(t)
-	for _, mode := range []storeMode{inFile, inMemory} {
+	scaling.RequireFiles(t)
+	for _, mode := range []scaling.StoreMode{scaling.InFile, scaling.InMemory} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, path := newStore(t, mode, &Options{Capacity: 100, Seed: 12})
+			f, path := scaling.NewStore(t, mode, &scaling.Options{Capacity: 100, Seed: 12})
 			if f.Contains(nil) || f.ContainsString("") {
 				t.Fatal("empty key present in an empty filter")
 			}
@@ -413,12 +414,12 @@ func TestPersistEmptyKey(t *testing.T) {
 			if !f.ContainsString("") {
 				t.Fatal("empty key added twice, removed once: absent")
 			}
-			if mode == inFile {
+			if mode == scaling.InFile {
 				if err := f.Flush(); err != nil {
 					t.Fatal(err)
 				}
 				f.Close()
-				g, err := Open(path, &OpenOptions{ReadOnly: true})
+				g, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -434,7 +435,7 @@ func TestPersistEmptyKey(t *testing.T) {
 			if f.Contains(nil) {
 				t.Fatal("empty key present after removing both adds")
 			}
-			if err := f.Remove(nil, 2); !errors.Is(err, ErrNotPresent) {
+			if err := f.Remove(nil, 2); !errors.Is(err, scaling.ErrNotPresent) {
 				t.Fatalf("third Remove: %v, want ErrNotPresent", err)
 			}
 		})
@@ -445,18 +446,18 @@ func TestPersistEmptyKey(t *testing.T) {
 // and leaves it alone, unless Overwrite; Open of a missing path is a plain
 // not-exist error.
 func TestPersistCreateExisting(t *testing.T) {
-	requireFiles(t)
+	scaling.RequireFiles(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "exists.dbl")
-	f, err := Create(path, &Options{Capacity: 100, Seed: 13})
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, Seed: 13})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.AddString("old", 1)
 	f.Flush()
 	f.Close()
-	before := identify(t, path)
-	if g, err := Create(path, &Options{Capacity: 100}); !errors.Is(err, ErrExists) {
+	before := scaling.Identify(t, path)
+	if g, err := scaling.Create(path, &scaling.Options{Capacity: 100}); !errors.Is(err, scaling.ErrExists) {
 		if g != nil {
 			g.Close()
 		}
@@ -464,16 +465,16 @@ func TestPersistCreateExisting(t *testing.T) {
 	}
 	other := filepath.Join(dir, "other.txt")
 	os.WriteFile(other, []byte("not mine"), 0o644)
-	if _, err := Create(other, nil); !errors.Is(err, ErrExists) {
+	if _, err := scaling.Create(other, nil); !errors.Is(err, scaling.ErrExists) {
 		t.Fatalf("Create on an existing text file: %v, want ErrExists", err)
 	}
 	if b, _ := os.ReadFile(other); !bytes.Equal(b, []byte("not mine")) {
 		t.Fatal("refused Create changed the existing file")
 	}
-	if after := identify(t, path); after != before {
+	if after := scaling.Identify(t, path); after != before {
 		t.Fatal("refused Create changed the existing file")
 	}
-	g, err := Create(path, &Options{Capacity: 100, Seed: 14, Overwrite: true})
+	g, err := scaling.Create(path, &scaling.Options{Capacity: 100, Seed: 14, Overwrite: true})
 	if err != nil {
 		t.Fatalf("Create with Overwrite: %v", err)
 	}
@@ -481,7 +482,7 @@ func TestPersistCreateExisting(t *testing.T) {
 		t.Fatal("overwritten file still holds the old filter")
 	}
 	g.Close()
-	if _, err := Open(filepath.Join(dir, "missing.dbl"), nil); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := scaling.Open(filepath.Join(dir, "missing.dbl"), nil); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Open of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

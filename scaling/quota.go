@@ -28,10 +28,6 @@ import (
 // filter early (see TestGrowGivesBackOwnReservations); other handles'
 // reservations still can.
 
-// quotaSkipsCheck makes a reservation skip the capacity check: the negative
-// control of TestChunkedAdmissionNeverOverfills.
-var quotaSkipsCheck = false
-
 const quotaShards = 4 // per filter and handle, chosen by the key hash: goroutines rarely share one
 
 // quotaShard is a handle's reservation on one filter.
@@ -73,7 +69,9 @@ func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quota
 	// Reserve a chunk and release what this shard handed out, in one step.
 	d := s.done.Swap(0)
 	p := atomic.AddUint64(&m.line.Pending, chunk-d)
-	if m.itemCount()+p <= limit || quotaSkipsCheck {
+	// (QuotaSkipsCheck skips the check: the negative control of
+	// TestChunkedAdmissionNeverOverfills.)
+	if m.itemCount()+p <= limit || knob(m.tk).QuotaSkipsCheck {
 		s.left = chunk - 1
 		s.mu.Unlock()
 		return s, true

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // TestChunkedAdmissionNeverOverfills: two handles on one file, four
@@ -19,19 +21,18 @@ func TestChunkedAdmissionNeverOverfills(t *testing.T) {
 	requireFiles(t)
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skipCheck=%v", broken), func(t *testing.T) {
-			quotaSkipsCheck = broken
-			defer func() { quotaSkipsCheck = false }()
 			const capacity, handles, goroutines, perG = 4096, 2, 4, 5000
 			if quotaChunk(capacity) != 16 {
 				t.Fatalf("chunk %d on capacity %d: the test wants 16", quotaChunk(capacity), capacity)
 			}
 			path := filepath.Join(t.TempDir(), "q.dbl")
-			f0, err := Create(path, &Options{Capacity: capacity, GrowthFactor: 1.2, ErrorRate: 0.05, Seed: 5})
+			k := &testknobs.Knobs{QuotaSkipsCheck: broken}
+			f0, err := Create(path, &Options{Capacity: capacity, GrowthFactor: 1.2, ErrorRate: 0.05, Seed: 5, knobs: k})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f0.Close()
-			f1, err := Open(path, nil)
+			f1, err := Open(path, &OpenOptions{knobs: k})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,10 +123,8 @@ func TestWrappedPendingStillGrows(t *testing.T) {
 func TestGrowGivesBackOwnReservations(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprintf("skipReclaim=%v", broken), func(t *testing.T) {
-			growSkipsReclaim = broken
-			defer func() { growSkipsReclaim = false }()
 			const capacity = 20_000
-			f, _ := newStore(t, inMemory, &Options{Capacity: capacity, ErrorRate: 0.01, Seed: 9})
+			f, _ := newStore(t, inMemory, &Options{Capacity: capacity, ErrorRate: 0.01, Seed: 9, knobs: &testknobs.Knobs{GrowSkipsReclaim: broken}})
 			for i := range capacity - 10 {
 				if err := f.Add(kKey(i), uint64(i)); err != nil {
 					t.Fatal(err)

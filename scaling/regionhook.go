@@ -15,7 +15,6 @@ func init() {
 		}
 		return f, nil
 	}
-	regionhook.LegacyRouting = setLegacyRouting
 	regionhook.Open = func(r mmapfile.Region, o any) (any, error) {
 		f, err := openRegion(r, o.(*OpenOptions))
 		if err != nil {

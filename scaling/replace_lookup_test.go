@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -19,7 +20,7 @@ import (
 // same handle moved it and the old mapping was detached, reads zero pages.
 // Its "absent" must not stand: the detached mark says so, and Contains
 // asks again on the successor. Negative control: without the mark
-// (skipDetachedMark) the answer read from zeros would stand, a false
+// (SkipDetachedMark) the answer read from zeros would stand, a false
 // negative for a key whose Add returned (issue 27, item 1).
 func TestLookupsSurviveReplacement(t *testing.T) {
 	for _, control := range []bool{false, true} {
@@ -31,7 +32,7 @@ func TestLookupsSurviveReplacement(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := openFile(t, path, &OpenOptions{ReadOnly: true})
+			r := openFile(t, path, &OpenOptions{ReadOnly: true, knobs: &testknobs.Knobs{SkipDetachedMark: control}})
 			c, err := r.current() // the chain a lookup in flight holds
 			if err != nil {
 				t.Fatal(err)
@@ -40,8 +41,6 @@ func TestLookupsSurviveReplacement(t *testing.T) {
 			if !containsIn(c, h) || !c.keep.answered() {
 				t.Fatal("before the replacement the key is not found on the handle's chain")
 			}
-			skipDetachedMark.Store(control)
-			defer skipDetachedMark.Store(false)
 			replaceWithKeys(t, path, 1000)
 			// Another goroutine's lookup meets the replacement: the handle
 			// moves, and its old mapping is detached in the background.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -63,7 +64,7 @@ func oldOpenLockReleased(t *testing.T, old *os.File) {
 // that a writer and a reader have open; both move to the new file: the
 // reader no longer sees the old keys and sees the new file's, the writer's
 // Adds land in the new file, and neither keeps the old file open.
-// Negative control: with the replaced word unwatched (skipReplaceCheck),
+// Negative control: with the replaced word unwatched (SkipReplaceCheck),
 // the reader keeps answering from the old copy and the check fails.
 func TestOverwriteMovesOpenHandles(t *testing.T) {
 	for _, control := range []bool{false, true} {
@@ -82,20 +83,19 @@ func TestOverwriteMovesOpenHandles(t *testing.T) {
 // overwriteWhileOpen returns how many checks found a handle answering from
 // the replaced file.
 func overwriteWhileOpen(t *testing.T, control bool) (stale int) {
-	w, path := createFile(t, &Options{Capacity: 5000, Seed: 1})
+	k := &testknobs.Knobs{SkipReplaceCheck: control}
+	w, path := createFile(t, &Options{Capacity: 5000, Seed: 1, knobs: k})
 	for i := range 2000 {
 		if err := w.Add(replKey(0, i), uint64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r := openFile(t, path, &OpenOptions{ReadOnly: true})
+	r := openFile(t, path, &OpenOptions{ReadOnly: true, knobs: k})
 	old, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	skipReplaceCheck = control
-	defer func() { skipReplaceCheck = false }()
 
 	nf, err := Create(path, &Options{Capacity: 5000, Seed: 2, Overwrite: true})
 	if err != nil {

@@ -172,9 +172,11 @@ var errRetired = errors.New("dablooms: filter retired")
 // read (I13), or a rewrite freezes or has replaced the file (I14): the
 // gate, read after the record is published (I2). A member that is gone
 // must not touch its line any more: the entry may already hold a new
-// filter. After a rewrite goneErr waits for it and starts over.
+// filter. After a rewrite goneErr waits for it and starts over. (The
+// negative control of TestRetireRacingAdd, testknobs.Knobs.SkipGoneCheck,
+// turns the gate off; it is read only when the gate would close.)
 func (m *member) gone() bool {
-	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !skipRetiredCheck
+	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !knob(m.tk).SkipGoneCheck
 }
 
 // goneErr is the error of an operation that backed out of a member that is
@@ -186,11 +188,3 @@ func (f *Filter) goneErr(retired error) error {
 	}
 	return retired
 }
-
-// Test hooks: routeHook runs after an Add is routed to m, before its
-// record is claimed; skipRetiredCheck disables gone (the negative
-// control of TestRetireRacingAdd).
-var (
-	routeHook        func(m *member)
-	skipRetiredCheck bool
-)

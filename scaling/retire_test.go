@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // windowKey is the key of event j of hour h in the sliding-window tests.
@@ -206,19 +206,19 @@ func TestRetireSeenByOtherHandles(t *testing.T) {
 func TestRetireRacingAdd(t *testing.T) {
 	for _, control := range []bool{false, true} {
 		t.Run(fmt.Sprintf("control=%v", control), func(t *testing.T) {
-			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1})
-			addKeys(t, f, 0, 300)
-			first := f.Stats().Filters[0]
+			var armed atomic.Bool
 			var once sync.Once
 			routed := make(chan struct{})
 			resume := make(chan struct{})
-			routeHook = func(m *member) {
-				if m.seq == 0 {
+			hook := func(seq uint64) {
+				if seq == 0 && armed.Load() {
 					once.Do(func() { close(routed); <-resume })
 				}
 			}
-			skipRetiredCheck = control
-			defer func() { routeHook, skipRetiredCheck = nil, false }()
+			f, _ := newStore(t, inMemory, &Options{Capacity: 100, GrowthFactor: 1, knobs: &testknobs.Knobs{RouteHook: hook, SkipGoneCheck: control}})
+			addKeys(t, f, 0, 300)
+			first := f.Stats().Filters[0]
+			armed.Store(true)
 			late := []byte("late-key")
 			errc := make(chan error, 1)
 			go func() { errc <- f.Add(late, first.FirstID) }() // inside filter 0's range: its slack
@@ -567,17 +567,19 @@ func TestRetireForgedWord(t *testing.T) {
 // window's keys all survive a reopen.
 func TestRetireVersion10File(t *testing.T) {
 	requireFiles(t)
-	path := filepath.Join(t.TempDir(), "v10.dbl")
-	layout10 = true // the filters of the first 500 keys: version 1.0's
-	t.Cleanup(func() { layout10 = false })
-	f, err := Create(path, &Options{Capacity: 100, GrowthFactor: 1, Seed: 3})
+	// The first 500 keys in filters as version 1.0 laid them out.
+	path := copyFixture(t, "v10-retire.dbl")
+	if m := readMetaOf(t, path); m.Flags != 0 || m.Filters[0].Extra != 0 {
+		t.Fatalf("a 1.0-layout file carries flags %#x, filter 0 extra %d bytes", m.Flags, m.Filters[0].Extra)
+	}
+	f, err := Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addKeys(t, f, 0, 500)
-	layout10 = false
-	if m := readMetaOf(t, path); m.Flags != 0 {
-		t.Fatalf("a 1.0-layout file carries flags %#x", m.Flags)
+	for i := range 500 {
+		if !f.Contains(kKey(i)) {
+			t.Fatalf("the fixture lacks key %d", i)
+		}
 	}
 	if n, err := f.RetireBefore(250); err != nil || n == 0 {
 		t.Fatalf("RetireBefore = %d, %v", n, err)

@@ -97,8 +97,8 @@ func (f *Filter) deadInFlight() int {
 func (f *Filter) slotDeadInFlight(s int) int {
 	owner := &header.SlotAt(f.hot, s).Owner
 	for f.slotInFlight(s) > 0 {
-		if slotReadHook != nil {
-			slotReadHook(s)
+		if h := knob(f.tk).SlotReadHook; h != nil {
+			h(s)
 		}
 		before := atomic.LoadUint64(owner)
 		if f.slotLive(s) {
@@ -114,10 +114,6 @@ func (f *Filter) slotDeadInFlight(s int) int {
 	}
 	return 0
 }
-
-// slotReadHook, if set, runs after slotDeadInFlight first finds records of
-// slot s in flight (tests: a writer finishing and closing right there).
-var slotReadHook func(s int)
 
 // slotLive reports whether a live handle holds slot s. In memory mode only
 // this handle exists.

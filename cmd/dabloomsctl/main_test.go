@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
-	"github.com/dablooms/dablooms/internal/regionhook"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/pflag"
 )
@@ -642,7 +642,11 @@ func TestRepairNothingNoBackup(t *testing.T) {
 func TestRemoveAmbiguousGoesOn(t *testing.T) {
 	tr := newTranscript(t)
 	path := tr.path("a.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 10, ErrorRate: 0.01, Seed: 3})
+	// Adds routed as version 1.0 did (no late-add index): the filling
+	// below makes a file whose Removes can be ambiguous.
+	o := &scaling.Options{Capacity: 10, ErrorRate: 0.01, Seed: 3}
+	testknobs.Set(o, &testknobs.Knobs{LegacyRouting: true})
+	f, err := scaling.Create(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,8 +662,6 @@ func TestRemoveAmbiguousGoesOn(t *testing.T) {
 	// Fill filter 0 past its slack, so that an Add with an id in its range
 	// goes to filter 1 (whose range, with version 1.0's routing, then holds
 	// that id too; version 1.1 would record it as a late Add).
-	regionhook.LegacyRouting(true)
-	defer regionhook.LegacyRouting(false)
 	for i := 0; f.Stats().Filters[0].Count < 10+10/64+16; i++ {
 		add(fmt.Sprint("slack-", i), 5)
 	}

@@ -21,7 +21,7 @@ var root = filepath.Join("..", "..")
 type index struct {
 	tests   map[string]bool // TestX, BenchmarkX, FuzzX in _test.go files
 	names   map[string]bool // top-level funcs, vars, consts and types
-	methods map[string]bool // "T.M" for a method M of T or *T
+	methods map[string]bool // "T.M" for a method M of T or *T, or a field M of struct T
 	qual    map[string]bool // "pkg.Name" for a top-level name of package pkg
 }
 
@@ -90,6 +90,13 @@ func (ix *index) add(f *ast.File, test bool) {
 					}
 				case *ast.TypeSpec:
 					name(sp.Name.Name)
+					if st, ok := sp.Type.(*ast.StructType); ok {
+						for _, fl := range st.Fields.List {
+							for _, id := range fl.Names {
+								ix.methods[sp.Name.Name+"."+id.Name] = true
+							}
+						}
+					}
 				}
 			}
 		}
@@ -145,7 +152,7 @@ func (ix *index) resolve(ref string) error {
 	}
 	if m := dotRef.FindStringSubmatch(ref); m != nil {
 		if !ix.methods[ref] && !ix.qual[ref] {
-			return fmt.Errorf("no method %s of a type %s, nor %s in a package %s", m[2], m[1], m[2], m[1])
+			return fmt.Errorf("no method or field %s of a type %s, nor %s in a package %s", m[2], m[1], m[2], m[1])
 		}
 		return nil
 	}

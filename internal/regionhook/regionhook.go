@@ -14,8 +14,3 @@ var (
 	Create func(r mmapfile.Region, opts any) (any, error)
 	Open   func(r mmapfile.Region, opts any) (any, error)
 )
-
-// LegacyRouting switches this process's Adds to version 1.0's routing,
-// without late Adds (the negative control of the multi-writer tests, and
-// the way tests make a file whose Removes can be ambiguous).
-var LegacyRouting func(on bool)

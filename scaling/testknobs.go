@@ -1,0 +1,49 @@
+package scaling
+
+import (
+	"github.com/dablooms/dablooms/internal/testknobs"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// The module's tests attach knobs to Options and OpenOptions through
+// internal/testknobs; a Filter copies them once, when it is made, into
+// its own fields (tk; chain.legacy), and its steps read those: no test
+// switch is a package variable. They are not part of the API.
+func init() {
+	testknobs.Set = func(opts any, k *testknobs.Knobs) {
+		switch o := opts.(type) {
+		case *Options:
+			o.knobs = k
+		case *OpenOptions:
+			o.knobs = k
+		default:
+			panic("testknobs.Set: not a *scaling.Options or *scaling.OpenOptions")
+		}
+	}
+}
+
+// failpoints returns the failpoints of k, if any.
+func failpoints(k *testknobs.Knobs) *mmapfile.Failpoints {
+	if k == nil {
+		return nil
+	}
+	return k.Failpoints
+}
+
+// knobsOf returns a copy of k for a new Filter, nil if k is.
+func knobsOf(k *testknobs.Knobs) *testknobs.Knobs {
+	if k == nil {
+		return nil
+	}
+	c := *k
+	return &c
+}
+
+// knob returns the knobs of k: the zero value (none) if k is nil. Each
+// caller reads one off a rare path (or once per handle).
+func knob(k *testknobs.Knobs) testknobs.Knobs {
+	if k == nil {
+		return testknobs.Knobs{}
+	}
+	return *k
+}
