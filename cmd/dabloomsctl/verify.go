@@ -16,7 +16,8 @@ func newVerifyCmd(a *app) *cobra.Command {
 format lets it check: both metadata copies, the directory, the state word
 and seqnums, every writer slot (live or dead, and the operations left in
 flight by dead writers), each filter's item count against its counters, and
-saturated counters.
+saturated counters (a run of them is damage: the filter must be rebuilt,
+repair --rebuild-from).
 
 It prints every finding on its own line ("STATE LOCATION: MESSAGE"), then a
 summary line "FILE: STATE (N finding(s)) ...". The states, from best to worst:
