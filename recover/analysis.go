@@ -570,10 +570,10 @@ func (a *analysis) readCounters(img image) error {
 					return err
 				}
 			}
+			fi.satScan.chunk(chunk, pos/8, d.Offset+pos)
 			for j := int64(0); j < n; j += 8 {
 				w := le.Uint64(chunk[j:])
 				wi := (pos + j) / 8
-				fi.satScan.word(wi, w, d.Offset+pos+j)
 				switch {
 				case wi < words-1:
 					fi.sum += nibbleSum(w)

@@ -58,13 +58,12 @@ type satRun struct {
 	units uint64
 }
 
-// satScan collects a filter's full units as readCounters reads its counter
-// words in order.
+// satScan collects a filter's full units as readCounters reads its counters
+// in order, a chunk at a time (chunkSize is a multiple of a unit).
 type satScan struct {
 	limit   int64  // words in whole units: the words the scan looks at
 	units   uint64 // whole units
 	full    uint64 // full units
-	unit    bool   // every word of the current unit so far is all 15s
 	run     satRun // the run being read (units 0: none)
 	runs    []satRun
 	dropped uint64 // runs of 2 or more units not kept in runs
@@ -75,29 +74,34 @@ func (s *satScan) start(counters uint64) {
 	*s = satScan{limit: int64(counters/(16*satUnitWords)) * satUnitWords}
 }
 
-// word takes counter word wi (index within the filter) whose value is w,
-// at byte offset off of the file. Words come in order.
-func (s *satScan) word(wi int64, w uint64, off int64) {
-	if wi >= s.limit {
-		return
+// chunk takes the counter words read from word wi (index within the
+// filter, a multiple of satUnitWords) on, at byte offset off of the file.
+// Chunks come in order. Most units are told apart from full ones by their
+// first word.
+func (s *satScan) chunk(b []byte, wi, off int64) {
+	const unitBytes = 8 * satUnitWords
+	for j := int64(0); j+unitBytes <= int64(len(b)) && wi+j/8 < s.limit; j += unitBytes {
+		s.units++
+		if !allOnes(b[j : j+unitBytes]) {
+			s.endRun()
+			continue
+		}
+		s.full++
+		if s.run.units == 0 {
+			s.run.off = off + j
+		}
+		s.run.units++
 	}
-	if wi%satUnitWords == 0 {
-		s.unit = true
+}
+
+// allOnes reports whether every byte of b (a unit) is 0xFF.
+func allOnes(b []byte) bool {
+	for j := 0; j+8 <= len(b); j += 8 {
+		if le.Uint64(b[j:]) != math.MaxUint64 {
+			return false
+		}
 	}
-	s.unit = s.unit && w == math.MaxUint64
-	if wi%satUnitWords != satUnitWords-1 {
-		return
-	}
-	s.units++
-	if !s.unit {
-		s.endRun()
-		return
-	}
-	s.full++
-	if s.run.units == 0 {
-		s.run.off = off - 8*(satUnitWords-1)
-	}
-	s.run.units++
+	return true
 }
 
 // endRun closes the run being read; finish closes the last one.
@@ -182,3 +186,7 @@ func (a *analysis) noteSaturatedCount(i int) {
 		"%d saturated counters, more than the %d × %d increments of the filter's items can have made (each saturated counter took 15): either keys added more than 15 times were removed again (a saturated counter never comes down), or something wrote over the counters; if the application never removes such keys, rebuild the filter from its data (dabloomsctl repair --rebuild-from KEYS)",
 		fi.sat, k, fi.items)
 }
+
+// A chunk of counters read at once holds whole units (checked at compile
+// time).
+var _ = [1]struct{}{}[chunkSize%(8*satUnitWords)]
