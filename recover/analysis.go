@@ -94,7 +94,8 @@ type filterInfo struct {
 	dirty               bool
 	recs                []recRef // in-flight records of dead slots that target the filter
 	res                 *resolution
-	recount             bool // Repair sets items = sum/k
+	recount             bool    // Repair sets items = sum/k
+	satScan             satScan // runs of saturated counters (saturation.go)
 }
 
 // tornWiden reports an id range whose min word still says "empty" (2^64−1)
@@ -550,6 +551,7 @@ func (a *analysis) readCounters(img image) error {
 			continue
 		}
 		words := int64((d.Counters + 15) / 16)
+		fi.satScan.start(d.Counters)
 		var lastMask uint64 = math.MaxUint64 // valid nibbles of the last counter word
 		if r := d.Counters % 16; r != 0 {
 			lastMask = 1<<(4*r) - 1
@@ -568,6 +570,7 @@ func (a *analysis) readCounters(img image) error {
 					return err
 				}
 			}
+			fi.satScan.chunk(chunk, pos/8, d.Offset+pos)
 			for j := int64(0); j < n; j += 8 {
 				w := le.Uint64(chunk[j:])
 				wi := (pos + j) / 8
@@ -588,6 +591,7 @@ func (a *analysis) readCounters(img image) error {
 				}
 			}
 		}
+		fi.satScan.finish()
 		if fi.tailOff >= 0 {
 			a.note(Damaged, a.entry(i), -1, fi.tailOff, "counters", header.ErrCorrupt, "bytes after the filter's last counter are not zero; Repair zeroes them")
 		}
@@ -944,8 +948,10 @@ func (a *analysis) changesToUnmarked() {
 }
 
 // checkSums checks each filter's counter sum against its item count: without
-// saturated counters, the sum is exactly k × items.
+// saturated counters, the sum is exactly k × items. Saturated counters are
+// checked by checkSaturation first.
 func (a *analysis) checkSums() {
+	a.checkSaturation()
 	for i := range a.filters {
 		fi := &a.filters[i]
 		if a.needRebuild[i] || fi.res != nil || !fi.lineOK || a.anyLive {

@@ -13,7 +13,8 @@
 //	dirty        changed since the last flush and the machine restarted since:
 //	             the filters marked dirty must be rebuilt (Rebuild)
 //	damaged      a metadata copy or another repairable value is wrong; Repair
-//	             restores it without the application's data
+//	             restores it without the application's data (a filter
+//	             whose counters were overwritten needs Rebuild)
 //	corrupt      cannot be trusted; Rebuild from the application's data or
 //	             restore a backup
 //

@@ -21,7 +21,10 @@ const (
 	// exact: the filters marked dirty need Rebuild.
 	Dirty
 	// Damaged: a metadata copy, a checksum or another value is wrong, and
-	// Repair can restore it without the application's data.
+	// Repair can restore it without the application's data; or a filter's
+	// counters were overwritten in a sound structure (a run of saturated
+	// counters), and Rebuild restores that filter from the application's
+	// data (it is in Report.NeedsRebuild).
 	Damaged
 	// Corrupt: the file, or part of it, cannot be trusted.
 	Corrupt

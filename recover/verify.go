@@ -23,7 +23,10 @@ import (
 // writers cut short are judged by counts those writers are changing: Verify
 // then reports them Interrupted and says it cannot tell whether Repair ends
 // them exactly (Repair holds the writers while it decides); it never lists
-// a filter for Rebuild on such counts.
+// a filter for Rebuild on such counts. Saturated counters are checked for
+// runs that hashing does not make (docs/FORMAT.md, "Saturated counters:
+// what Verify believes"): such a run is damage, and the filter is listed
+// for Rebuild.
 func Verify(path string) (*Report, error) { return VerifyContext(context.Background(), path, nil) }
 
 // VerifyWithOptions is Verify with options (a boot identity for tests).

@@ -16,7 +16,8 @@ func newVerifyCmd(a *app) *cobra.Command {
 format lets it check: both metadata copies, the directory, the state word
 and seqnums, every writer slot (live or dead, and the operations left in
 flight by dead writers), each filter's item count against its counters, and
-saturated counters.
+saturated counters (a run of them is damage: the filter must be rebuilt,
+repair --rebuild-from).
 
 It prints every finding on its own line ("STATE LOCATION: MESSAGE"), then a
 summary line "FILE: STATE (N finding(s)) ...". The states, from best to worst:
@@ -25,7 +26,8 @@ summary line "FILE: STATE (N finding(s)) ...". The states, from best to worst:
   interrupted  a writer died mid-operation; repair rolls it back
   dirty        changed since the last flush before a machine restart;
                the dirty filters must be rebuilt (repair --rebuild-from)
-  damaged      wrong values in a sound structure; repair
+  damaged      wrong values in a sound structure; repair (with
+               --rebuild-from for overwritten counters)
   corrupt      broken structure; restore a backup or rebuild into --output
 The exit code is 0 for clean and unflushed, 3 for the others.`,
 		Example: `  dabloomsctl verify spam.dbl
