@@ -321,6 +321,51 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 	}
 }
 
+// finishCutShort claims the handle's slot and finishes a growth or a
+// retirement whose process died before it was done (listed is the number
+// of filters the directory lists, m what is published).
+//
+// It finishes them only if the growth lock is free now. A live holder (a
+// growth or retirement in progress, a rewrite's freeze, an exclusive
+// writer) finishes them itself or leaves them to the next growth, which
+// publishes whatever the directory lists (grow) and retires what the hot
+// word says (retireBefore). Open must not wait for it: a handle moving to
+// a replacement file opens it while its lookups wait for the move, and
+// the holder may be an exclusive handle whose own goroutine is one of
+// those lookups (TestMoveDoesNotWaitForAHolder).
+func (f *Filter) finishCutShort(m *header.Meta, listed int) error {
+	if listed > len(m.Filters) {
+		// The directory lists a filter that is not published: a growth
+		// its process died in (or one in progress).
+		if err := f.ifGrowthLockFree(func() error { return f.grow(0, growFinish) }); err != nil {
+			return err
+		}
+	}
+	if err := f.claimSlot(); err != nil {
+		return err
+	}
+	if atomic.LoadUint64(f.retired) > m.Retired {
+		// A retirement its process did not finish (or one in progress):
+		// the hot word retired filters the directory still lists.
+		return f.ifGrowthLockFree(func() error { _, err := f.RetireBefore(0); return err })
+	}
+	return nil
+}
+
+// ifGrowthLockFree runs fn, which takes the growth lock, only if the lock
+// is free now (see finishCutShort). fn takes it again through this
+// descriptor, which holds it already, at once.
+func (f *Filter) ifGrowthLockFree(fn func() error) error {
+	if f.file == nil {
+		return fn()
+	}
+	if f.file.Lock(header.GrowthLockOffset, true, 0) != nil {
+		return nil // a live holder finishes it
+	}
+	defer f.file.Unlock(header.GrowthLockOffset)
+	return fn()
+}
+
 // openRegion opens a store in an existing region (see createRegion).
 func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 	var o OpenOptions
@@ -383,22 +428,8 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 			return nil
 		}
 		if !f.ro {
-			if listed > len(m.Filters) {
-				// The directory lists a filter that is not published: a
-				// growth in progress, or one its process died in.
-				if err := f.grow(0, growFinish); err != nil {
-					return err
-				}
-			}
-			if err := f.claimSlot(); err != nil {
+			if err := f.finishCutShort(m, listed); err != nil {
 				return err
-			}
-			if atomic.LoadUint64(f.retired) > m.Retired {
-				// A retirement its process did not finish: the hot word
-				// retired filters the directory still lists.
-				if _, err := f.RetireBefore(0); err != nil {
-					return err
-				}
 			}
 		}
 		if o.Exclusive {
