@@ -48,8 +48,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,7 +178,32 @@ type waRun struct {
 
 	mu    sync.Mutex
 	fails []string
+
+	// started[g]: when goroutine g's current step began (UnixNano; 0
+	// between steps), for dumpStacks' watchdog.
+	started []atomic.Int64
+
+	evMu   sync.Mutex
+	events *os.File // DIR/events-PROC.txt: what this process did when (see event)
 }
+
+// event appends a line to the process's event log: the parent prints the
+// last events of every process, in time order, when a round fails.
+func (s *waRun) event(format string, args ...any) {
+	if s.events == nil {
+		return
+	}
+	line := fmt.Sprintf("%d p%d ", time.Now().UnixNano(), s.proc) + fmt.Sprintf(format, args...) + "\n"
+	s.evMu.Lock()
+	s.events.WriteString(line) // unbuffered: a SIGKILL loses nothing written
+	s.evMu.Unlock()
+}
+
+// waStuck is how long one step may take before every process dumps its
+// goroutines: longer than any wait the round allows itself (a rewrite's
+// Wait, 5 s), shorter than a lock timeout (10 s), so the dump shows the
+// holder while it still holds.
+const waStuck = 6 * time.Second
 
 func (s *waRun) fail(format string, args ...any) {
 	s.shm.Add(waFails, 1)
@@ -186,6 +213,7 @@ func (s *waRun) fail(format string, args ...any) {
 		}
 	}
 	msg := fmt.Sprintf("process %d, round seed %d: ", s.proc, s.cfg.Seed) + fmt.Sprintf(format, args...)
+	s.event("FAIL %s", msg)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.fails) < 20 {
@@ -209,7 +237,11 @@ func (s *waRun) expectPresent(found bool, w int, n uint64, how string) {
 	if id < s.cut() {
 		return
 	}
-	s.fail("false negative: %s reported checked key %d/%d (id %d, cut %d) absent after its Add returned", how, w, n, id, s.cut())
+	var chain []string
+	for _, f := range s.shared.Stats().Filters {
+		chain = append(chain, fmt.Sprintf("%d:[%d,%d]/%d", f.Index, f.FirstID, f.LastID, f.Count))
+	}
+	s.fail("false negative: %s reported checked key %d/%d (id %d, cut %d) absent after its Add returned (the shared handle's chain now: %v)", how, w, n, id, s.cut(), chain)
 }
 
 // waWorker is one goroutine of a process.
@@ -538,6 +570,8 @@ func (wk *waWorker) toggleOwn() {
 	case err == nil:
 		wk.own = h
 		if o.Exclusive {
+			s.event("exclusive handle open")
+			defer s.event("exclusive handle closed")
 			s.count(waExclusive)
 			// Other writers wait for it: use it for a moment, then close it.
 			wk.excl = true
@@ -567,17 +601,28 @@ func (wk *waWorker) lifecycle() {
 		cut := min(s.cut()+uint64(50+wk.rng.IntN(200)), waCutMax)
 		s.shm.Store(waCut, max(s.cut(), cut)) // before the retirement begins (see expectPresent)
 		h, how := wk.writeHandle()
-		if _, err := h.RetireBefore(s.cut()); err != nil {
+		s.event("retire before %d on %s", s.cut(), how)
+		n, err := h.RetireBefore(s.cut())
+		if err != nil {
 			s.fail("RetireBefore(%d) on %s: %v", s.cut(), how, err)
 		}
+		s.event("retired %d filters: %v", n, err)
 		s.count(waRetires)
 	case r < 5:
 		cut := s.cut()
-		_, err := recover.Compact(s.path, s.source(), &recover.CompactOptions{FirstID: cut, Wait: 5 * time.Second})
+		s.event("compact from id %d", cut)
+		rep, err := recover.Compact(s.path, s.source(), &recover.CompactOptions{FirstID: cut, Wait: 5 * time.Second})
+		if err == nil {
+			s.event("compacted: %+v", *rep)
+		}
 		s.rewriteDone(err, "Compact", waCompacts)
 	case r < 7:
 		bak := filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))
+		s.event("repair in place")
 		rep, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
+		if err == nil {
+			s.event("repaired: %v", rep.Actions)
+		}
 		if err == nil && len(rep.NeedsRebuild) > 0 {
 			// No OS crash happened: Repair must end every operation a
 			// dead writer cut short exactly (the file it replaced is kept
@@ -609,6 +654,34 @@ func (wk *waWorker) lifecycle() {
 	}
 }
 
+// lastEvents returns the processes' event logs (see waRun.event), merged
+// in time order: the n lines up to the first failure and a few after.
+func lastEvents(dir string, procs, n int) string {
+	var lines []string
+	names := []string{"events-kill.txt"}
+	for p := range procs {
+		names = append(names, fmt.Sprintf("events-%d.txt", p))
+	}
+	for _, name := range names {
+		b, _ := os.ReadFile(filepath.Join(dir, name))
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i] < lines[j] }) // same-width UnixNano prefixes
+	// The events before the first failure, and a few after.
+	end := len(lines)
+	for i, l := range lines {
+		if strings.Contains(l, " FAIL ") {
+			end = min(i+5, len(lines))
+			break
+		}
+	}
+	return strings.Join(lines[max(0, end-n):end], "\n")
+}
+
 // overlap returns an error naming two filters whose id ranges overlap.
 func overlap(fs []scaling.FilterStats) error {
 	for i, a := range fs {
@@ -622,6 +695,7 @@ func overlap(fs []scaling.FilterStats) error {
 }
 
 func (s *waRun) rewriteDone(err error, what string, c int) {
+	s.event("%s done: %v", what, err)
 	switch {
 	case err == nil:
 		s.count(c)
@@ -752,17 +826,38 @@ func (wk *waWorker) step() {
 // dumpStacks writes this process's goroutines to DIR/stacks-PROC.txt
 // once some process saw a lock held for its whole timeout: the parent
 // prints them with the failure.
+//
+// It is also the watchdog: a step running longer than waStuck sets the
+// dump word for every process, while whatever holds it up still does.
 func (s *waRun) dumpStacks(done <-chan struct{}) {
+	why := "a lock timeout"
 	for s.shm.Load(waDump) == 0 {
 		select {
 		case <-done:
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+		for g := range s.started {
+			if t := s.started[g].Load(); t != 0 && time.Since(time.Unix(0, t)) > waStuck {
+				why = fmt.Sprintf("goroutine %d of process %d stuck in one step for %v", g, s.proc, waStuck)
+				s.shm.Store(waDump, 1)
+			}
+		}
 	}
 	b := make([]byte, 1<<20)
 	b = b[:runtime.Stack(b, true)]
-	os.WriteFile(filepath.Join(s.dir, fmt.Sprintf("stacks-%d.txt", s.proc)), b, 0o644)
+	// The replaced word of the file now at the path, read from its bytes
+	// (a library call might wait on what holds things up).
+	replaced := "unreadable"
+	if fh, err := os.Open(s.path); err == nil {
+		var w [8]byte
+		if _, err := fh.ReadAt(w[:], header.ReplacedOffset); err == nil {
+			replaced = fmt.Sprint(binary.LittleEndian.Uint64(w[:]))
+		}
+		fh.Close()
+	}
+	head := fmt.Sprintf("(dumped after %s; the replaced word of the file at the path: %s)\n", why, replaced)
+	os.WriteFile(filepath.Join(s.dir, fmt.Sprintf("stacks-%d.txt", s.proc)), append([]byte(head), b...), 0o644)
 }
 
 // childWhole is one process of a round.
@@ -773,7 +868,12 @@ func childWhole() error {
 	}
 	defer shm.Close()
 	cfg := waCfg{Procs: wholeChildren.EnvInt("PROCS"), Gor: wholeChildren.EnvInt("GOR"), Seed: wholeChildren.EnvU64("SEED")}
-	s := &waRun{shm: shm, cfg: cfg, proc: wholeChildren.EnvInt("PROC"), path: wholeChildren.Env("PATH"), dir: wholeChildren.Env("DIR")}
+	s := &waRun{shm: shm, cfg: cfg, proc: wholeChildren.EnvInt("PROC"), path: wholeChildren.Env("PATH"), dir: wholeChildren.Env("DIR"),
+		started: make([]atomic.Int64, cfg.Gor)}
+	if s.events, err = os.OpenFile(filepath.Join(s.dir, fmt.Sprintf("events-%d.txt", s.proc)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return err
+	}
+	defer s.events.Close()
 	if s.shared, err = scaling.Open(s.path, &scaling.OpenOptions{AllowUnclean: true}); err != nil {
 		return fmt.Errorf("round seed %d: Open of the live file: %w", cfg.Seed, err)
 	}
@@ -792,7 +892,9 @@ func childWhole() error {
 				if i%8 == 0 && (shm.Load(waStop) != 0 || shm.Load(waAbort) != 0) {
 					break
 				}
+				s.started[g].Store(time.Now().UnixNano())
 				wk.step()
+				s.started[g].Store(0)
 			}
 			if wk.own != nil {
 				wk.toggleOwn()
@@ -872,16 +974,20 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	// SIGKILL one process at a random moment of the round's middle.
 	victim := rng.IntN(cfg.Procs)
 	time.Sleep(cfg.Dur/4 + time.Duration(rng.Int64N(int64(cfg.Dur/2))))
+	os.WriteFile(filepath.Join(dir, "events-kill.txt"), fmt.Appendf(nil, "%d parent SIGKILL of process %d\n", time.Now().UnixNano(), victim), 0o644)
 	procs[victim].Cmd.Process.Kill()
 	<-procs[victim].Done
 	time.Sleep(cfg.Dur / 4)
 	shm.Store(waStop, 1)
 	defer func() {
+		if t.Failed() {
+			t.Logf("the round's events up to its first failure, every process's, in time order:\n%s", lastEvents(dir, cfg.Procs, 80))
+		}
 		if t.Failed() && shm.Load(waDump) != 0 {
 			time.Sleep(100 * time.Millisecond)
 			for p := range cfg.Procs {
 				if b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("stacks-%d.txt", p))); err == nil {
-					t.Logf("process %d's goroutines after a lock timeout:\n%s", p, b)
+					t.Logf("process %d's goroutines:\n%s", p, b)
 				}
 			}
 		}
