@@ -37,6 +37,9 @@ type CompactOptions struct {
 	// below the window do not come back. The file cannot tell: a key added
 	// late (docs/FORMAT.md, Late-add index) lives in a filter whose range
 	// starts above its id, so the oldest range left is not a safe bound.
+	// A key the Source does not yield is not in the compacted file: do
+	// not Remove it afterwards (removing a key that is not there takes
+	// counts from other keys; scaling's package doc).
 	FirstID, LastID uint64
 	// Wait is how long to wait for other handles to close a file older
 	// than format 1.3 (0 refuses at once with ErrBusy), or, for a newer
