@@ -22,6 +22,7 @@ import (
 // All methods are safe for concurrent use by goroutines; several processes
 // may open the same file (see the package documentation).
 type Filter struct {
+	sumBuf  *[pageWords]uint64 // Flush's copy of a page to checksum (under mu; pagesums.go)
 	r       mmapfile.Region
 	file    *mmapfile.File // nil in memory mode
 	ro      bool

@@ -104,12 +104,14 @@ func (f *Filter) takeSums() error {
 		}
 		c = f.chain.Load()
 	}
-	var buf [pageWords]uint64
+	if f.sumBuf == nil {
+		f.sumBuf = new([pageWords]uint64)
+	}
 	for _, m := range c.f {
 		if !m.gone() {
 			// (A retired filter's blocks are being released: a store
 			// into them would allocate them again.)
-			m.ps.take(&buf)
+			m.ps.take(f.sumBuf)
 		}
 	}
 	return nil
