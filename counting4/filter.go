@@ -17,6 +17,26 @@ type Filter struct {
 	k        int
 	layout   Layout
 	excl     bool // see SetExclusive
+	// pages is the filter's changed map (nil: none; see SetPageMap).
+	pages header.PageMap
+}
+
+// wordsPerPageShift: word i of the counters lies in page i>>9 (4096/8
+// words a page).
+const wordsPerPageShift = 9
+
+// SetPageMap gives the filter its changed map (header.PageMap, a file
+// with page checksums): every change to a counter word then marks the
+// word's page, after the change (the compare-and-swap, or the exclusive
+// writer's store). Page p of the map is the page of counter words
+// [512p, 512p+512). Set it before the filter is shared.
+func (f *Filter) SetPageMap(m header.PageMap) { f.pages = m }
+
+// touch marks the page of word i changed, after its change.
+func (f *Filter) touch(i uint64) {
+	if f.pages != nil {
+		f.pages.Mark(i >> wordsPerPageShift)
+	}
 }
 
 // New returns a filter of the given layout, counters and k over words, which
@@ -272,9 +292,14 @@ func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
 	if f.excl {
 		// The caller read old and nobody else writes (SetExclusive).
 		StoreOrdered(&f.words[i], nw)
+		f.touch(i)
 		return true
 	}
-	return atomic.CompareAndSwapUint64(&f.words[i], old, nw)
+	if atomic.CompareAndSwapUint64(&f.words[i], old, nw) {
+		f.touch(i)
+		return true
+	}
+	return false
 }
 
 // evidence records the compare-and-swap about to be tried: word w of the

@@ -248,8 +248,10 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 	switch f.layout {
 	case Blocked512:
 		addExclBlock((*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, f.k, rec)
+		f.touch(p.base >> 4) // (a block lies in one page)
 	case Blocked1024:
 		addExclBlock((*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, f.k, rec)
+		f.touch(p.base >> 4)
 	default:
 		f.updateExcl(p, 1, rec)
 	}
@@ -315,6 +317,7 @@ func (f *Filter) updateExclAt(p Probe, pos []uint64, dir uint64, rec *Record) bo
 		rec.evidence(i, nw)
 		rec.doubt(1 << j)
 		StoreOrdered(&w[i], nw)
+		f.touch(i)
 		rec.set(1 << j)
 	}
 	rec.doubt(0)

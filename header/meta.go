@@ -30,7 +30,7 @@ type FilterDesc struct {
 	Counters  uint64  // number of 4-bit counters
 	Offset    int64   // byte offset of the counters, page-aligned
 	Length    int64   // bytes reserved for the filter (counters, then index), page-aligned
-	Extra     int64   // bytes after the counters, page-aligned: the writers' item counts page, then the late-add index (0: none, a 1.0 filter)
+	Extra     int64   // bytes after the counters, page-aligned: the writers' item counts page, then the late-add index (0: none, a 1.0 filter), then the check pages (Sums)
 	ErrorRate float64 // false-positive target of this filter at capacity
 	K         int     // counters per key
 	HashID    uint8
@@ -41,6 +41,11 @@ type FilterDesc struct {
 	// without FlagRing; with it, the lowest entry free when the filter was
 	// appended. Not stored in the entry: it is where the entry is.
 	Slot int
+	// Sums is the bytes of the filter's check pages, the last of its
+	// extra pages (version 1.4, FlagPageSums: its changed map and page
+	// checksums, SumLayout); 0 in a file without the flag. Not stored in
+	// the entry: it follows from the length (SumLayoutOf).
+	Sums int64
 }
 
 // CounterBytes returns the bytes reserved for the counters: the filter's
@@ -49,14 +54,14 @@ func (f *FilterDesc) CounterBytes() int64 { return f.Length - f.Extra }
 
 // HasCounts reports whether the filter has a page of per-writer item
 // counts (CountsOffset).
-func (f *FilterDesc) HasCounts() bool { return f.Extra > 0 }
+func (f *FilterDesc) HasCounts() bool { return f.Extra-f.Sums > 0 }
 
 // CountsOffset returns the offset of the filter's per-writer item counts
 // page (when HasCounts).
 func (f *FilterDesc) CountsOffset() int64 { return f.Offset + f.CounterBytes() }
 
 // IndexBytes returns the size of the filter's late-add index (0: none).
-func (f *FilterDesc) IndexBytes() int64 { return max(f.Extra-PageSize, 0) }
+func (f *FilterDesc) IndexBytes() int64 { return max(f.Extra-f.Sums-PageSize, 0) }
 
 // IndexOffset returns the offset of the filter's late-add index.
 func (f *FilterDesc) IndexOffset() int64 { return f.CountsOffset() + PageSize }
@@ -197,11 +202,11 @@ func Decode(b []byte, base, fileSize int64) (*Meta, error) {
 	if err := decodeParams(b, base, &m.Params); err != nil {
 		return nil, err
 	}
-	if m.Filters, m.Retired, err = decodeDirectory(b, base, fileSize, m.Flags&FlagRing != 0); err != nil {
+	if m.Filters, m.Retired, err = decodeDirectory(b, base, fileSize, m.Flags&FlagRing != 0, m.Flags&FlagPageSums != 0); err != nil {
 		return nil, err
 	}
 	for i := range m.Filters {
-		if m.Filters[i].Extra > 0 && m.Flags&FlagExtras == 0 {
+		if m.Filters[i].Extra > m.Filters[i].Sums && m.Flags&FlagExtras == 0 {
 			// A 1.0 library would open the file and miscount its items.
 			return nil, corrupt(ErrCorrupt, base+offFlags, i, "flags", "filter %d has extra pages but the FlagExtras feature flag is not set", i)
 		}
@@ -276,7 +281,7 @@ func decodeParams(b []byte, base int64, p *Params) error {
 // chain is entries 0 … n-1, its filters contiguous from DataOffset; with it,
 // the order list names the chain's entries, whose filters may lie anywhere
 // after DataOffset but never overlap.
-func decodeDirectory(b []byte, base, fileSize int64, ring bool) ([]FilterDesc, uint64, error) {
+func decodeDirectory(b []byte, base, fileSize int64, ring, sums bool) ([]FilterDesc, uint64, error) {
 	le := binary.LittleEndian
 	n := le.Uint32(b[offNumFilters:])
 	if n == 0 || n > MaxFilters {
@@ -307,7 +312,7 @@ func decodeDirectory(b []byte, base, fileSize int64, ring bool) ([]FilterDesc, u
 			}
 		}
 		used[slot] = true
-		f, err := decodeEntry(b, base, slot, prevEnd, fileSize, ring)
+		f, err := decodeEntry(b, base, slot, prevEnd, fileSize, ring, sums)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -346,8 +351,8 @@ func decodeDirectory(b []byte, base, fileSize int64, ring bool) ([]FilterDesc, u
 
 // decodeEntry reads and validates directory entry i, which must start at
 // prevEnd (the end of the one before it) unless ring (then at or after
-// DataOffset).
-func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64, ring bool) (FilterDesc, error) {
+// DataOffset). With sums (FlagPageSums) the filter ends with check pages.
+func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64, ring, sums bool) (FilterDesc, error) {
 	le := binary.LittleEndian
 	eoff := int64(offDirectory + i*entrySize)
 	e := b[eoff:]
@@ -380,6 +385,13 @@ func decodeEntry(b []byte, base int64, i int, prevEnd, fileSize int64, ring bool
 	}
 	if fileSize >= 0 && end > fileSize {
 		return f, corrupt(ErrCorrupt, at+entLength, i, "length", "filter ends at %d, file has %d bytes", end, fileSize)
+	}
+	if sums {
+		l, ok := SumLayoutOf(f.Offset, f.Length)
+		if !ok || l.End-l.MapOffset > f.Extra {
+			return f, corrupt(ErrCorrupt, at+entLength, i, "length", "%d bytes with %d extra have no room for the check pages of a file with page checksums", f.Length, f.Extra)
+		}
+		f.Sums = l.End - l.MapOffset
 	}
 	if err := validateEntry(&f); err != nil {
 		ce := err.(*CorruptionError)

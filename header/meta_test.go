@@ -378,7 +378,9 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 3", mutate: func(b []byte) { put64(b, offFlags, 8) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 4", mutate: func(b []byte) { put64(b, offFlags, 16) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		// A file with page checksums whose filter has no room for them.
+		{name: "page checksums without check pages", mutate: func(b []byte) { put64(b, offFlags, FlagPageSums) }, sentinel: ErrCorrupt, off: offDirectory + entLength, filter: 0, field: "length"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		// A 1.0 library would open a file with extra pages and no flag.
 		{name: "extra pages without FlagExtras", mutate: func(b []byte) {
@@ -702,6 +704,25 @@ func goldenMeta() *Meta { return validMeta() }
 // liveReplace sets FlagLiveReplace, as every file version 1.3 creates has.
 func liveReplace(m *Meta) *Meta { m.Flags |= FlagLiveReplace; return m }
 
+// sumsMeta is a file as version 1.4 creates it: page checksums, live
+// replacement, and a filter with counts and a late-add index.
+func sumsMeta() *Meta {
+	m := liveReplace(goldenMeta())
+	m.Flags |= FlagPageSums | FlagExtras
+	off := int64(DataOffset)
+	for i := range m.Filters {
+		f := &m.Filters[i]
+		f.Offset = off
+		if i == 1 {
+			f.Extra = CountsBytes + IndexBytes(f.Capacity)
+			f.Length += f.Extra
+		}
+		AddSums(f)
+		off += f.Length
+	}
+	return m
+}
+
 func hexDump(b []byte) string {
 	var sb strings.Builder
 	for off := 0; off < len(b); off += 32 {
@@ -740,8 +761,7 @@ func TestGoldenMeta(t *testing.T) {
 		file string
 		m    *Meta
 	}{
-		{"meta_v1.3.golden", liveReplace(goldenMeta())},
-		{"meta_v1.3_ring.golden", liveReplace(ringMeta())},
+		{"meta_v1.4.golden", sumsMeta()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -783,6 +803,8 @@ func TestGoldenMetaOld(t *testing.T) {
 		{"meta_v1.1.golden", 1, goldenMeta()},
 		{"meta_v1.2.golden", 2, goldenMeta()},
 		{"meta_v1.2_ring.golden", 2, ringMeta()},
+		{"meta_v1.3.golden", 3, liveReplace(goldenMeta())},
+		{"meta_v1.3_ring.golden", 3, liveReplace(ringMeta())},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			b := readGolden(t, filepath.Join("testdata", tc.file))

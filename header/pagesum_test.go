@@ -82,3 +82,60 @@ func BenchmarkPageSum(b *testing.B) {
 	}
 	_ = s
 }
+
+// TestAddSumsKeepsTheRegions: a filter given check pages keeps its
+// counters, counts page and index where they were, and decodes from a
+// file with FlagPageSums with the same regions.
+func TestAddSumsKeepsTheRegions(t *testing.T) {
+	m := sumsMeta()
+	b := encode(m)
+	got, err := Decode(b, 0, m.End())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range got.Filters {
+		plain := goldenMeta().Filters[i]
+		if i == 1 {
+			plain.Extra = CountsBytes + IndexBytes(plain.Capacity)
+			plain.Length += plain.Extra
+		}
+		l, ok := f.SumLayout()
+		switch {
+		case !ok || f.Sums == 0 || l.End != f.Offset+f.Length || l.MapOffset != f.Offset+plain.Length:
+			t.Fatalf("filter %d: layout %+v (ok %v), sums %d, desc %+v", i, l, ok, f.Sums, f)
+		case f.CounterBytes() != plain.CounterBytes() || f.HasCounts() != plain.HasCounts() || f.IndexBytes() != plain.IndexBytes():
+			t.Fatalf("filter %d: counters %d counts %v index %d, want %d %v %d", i, f.CounterBytes(), f.HasCounts(), f.IndexBytes(), plain.CounterBytes(), plain.HasCounts(), plain.IndexBytes())
+		case f.CoveredBytes() != plain.Length || l.Covered*PageSize != plain.Length:
+			t.Fatalf("filter %d: covers %d bytes (%d pages), want %d", i, f.CoveredBytes(), l.Covered, plain.Length)
+		}
+	}
+}
+
+// TestPageMapMarksOnePageByte: marking page p sets byte p of the map
+// (the format's one byte per page) and no other; Take returns and clears
+// the word's marks.
+func TestPageMapMarksOnePageByte(t *testing.T) {
+	b := make([]byte, PageSize)
+	m := PageMapOf(b)
+	for _, p := range []uint64{0, 1, 6, 4095} {
+		clear(b)
+		m.Mark(p)
+		m.Mark(p) // a second mark changes nothing
+		for i, c := range b {
+			if want := byte(0); uint64(i) == p {
+				want = PageChanged
+				if c != want {
+					t.Fatalf("mark %d: byte %d = %d, want %d", p, i, c, want)
+				}
+			} else if c != want {
+				t.Fatalf("mark %d: byte %d = %d, want 0", p, i, c)
+			}
+		}
+		if !m.Changed(p) || (p > 0 && m.Changed(p-1)) {
+			t.Fatalf("mark %d: Changed wrong", p)
+		}
+		if w := m.Take(int(p / 4)); w != PageChanged<<(p%4*8) || m.Changed(p) || b[p] != 0 {
+			t.Fatalf("take %d: %#x, then changed %v", p, w, m.Changed(p))
+		}
+	}
+}

@@ -73,6 +73,7 @@ type analysis struct {
 
 	needRebuild []bool
 	findings    []Finding
+	quick       bool // skip the page checksums (verify --quick)
 }
 
 type filterInfo struct {
@@ -181,7 +182,12 @@ func (a *analysis) note(s State, filter, slot int, off int64, field string, sent
 // holds the lock byte at off (nil: no process does). It returns an error only
 // when the image cannot be read.
 func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, error) {
-	a := &analysis{size: img.Size(), boot: boot, restore: -1}
+	return analyzeWith(img, boot, live, false)
+}
+
+// analyzeWith is analyze, without reading the page checksums if quick.
+func analyzeWith(img image, boot bootID, live func(off int64) bool, quick bool) (*analysis, error) {
+	a := &analysis{size: img.Size(), boot: boot, restore: -1, quick: quick}
 	if b, ok := img.(bytesImage); ok && len(b) >= header.DataOffset {
 		a.head = b[:header.DataOffset:header.DataOffset] // only read
 	} else {
@@ -774,7 +780,7 @@ func (a *analysis) classify(img image) error {
 		}
 	}
 	a.checkSums()
-	return nil
+	return a.checkPageSums(img) // (after: the sums' findings stay as they were)
 }
 
 // noteLiveOrPending notes the writers alive, whose counts may be in motion;

@@ -36,4 +36,8 @@ type RepairOptions struct {
 type VerifyOptions struct {
 	// BootID overrides the machine's boot identity (tests).
 	BootID string
+	// Quick skips the page checksums of a version 1.4 file (reading every
+	// page of the file): only the structure, the counters' sums and their
+	// saturation are checked.
+	Quick bool
 }

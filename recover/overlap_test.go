@@ -86,7 +86,7 @@ func TestVerifyOverlappingRanges(t *testing.T) {
 	}
 
 	// The same ranges on a filter without a late-add index: a note.
-	m.Filters[1].Extra = header.PageSize
+	m.Filters[1].Extra = header.PageSize + m.Filters[1].Sums
 	m.Generation++
 	for _, off := range metaOffsets {
 		header.Encode(b[off:off+header.MetaSize], m)

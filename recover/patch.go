@@ -30,8 +30,11 @@ type patch struct {
 	// them held retired filters and is left a hole.
 	ranges        [][2]int64
 	metaRewritten bool // both metadata copies were written afresh
-	actions       []string
-	keys          uint64 // keys re-added by Rebuild
+	// sums are the filters' check pages written afresh (fixPageSums), by
+	// file offset.
+	sums    map[int64][]byte
+	actions []string
+	keys    uint64 // keys re-added by Rebuild
 }
 
 func (p *patch) act(format string, args ...any) {
@@ -103,6 +106,9 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	}
 	p.markState(a, epoch, mem, rebuilt, left)
 	p.fillGarbageLines(a, left)
+	if err := p.fixPageSums(a, img); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -625,6 +631,11 @@ func (p *patch) writeTo(dst io.WriterAt) error {
 		}
 	}
 	for off, b := range p.filters {
+		if _, err := dst.WriteAt(b, off); err != nil {
+			return err
+		}
+	}
+	for off, b := range p.sums {
 		if _, err := dst.WriteAt(b, off); err != nil {
 			return err
 		}

@@ -76,6 +76,12 @@ func step(name string) error {
 // analyzes it, plans the patch and, unless there is nothing to repair in
 // place, has replace write the result.
 func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Report, error) {
+	return runWith(ctx, path, src, o, false)
+}
+
+// runWith is run, and with upgrade also rewrites a file without page
+// checksums as format 1.4 (Upgrade).
+func runWith(ctx context.Context, path string, src Source, o *RepairOptions, upgrade bool) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -125,6 +131,11 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	p, err := a.plan(img, src)
 	if err != nil {
 		return a.report(path), err
+	}
+	if upgrade && a.meta.Flags&header.FlagPageSums == 0 {
+		if err := p.upgrade(a, img); err != nil {
+			return a.report(path), fmt.Errorf("recover: upgrading %s: %w", path, err)
+		}
 	}
 	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
 		rep := a.report(path)

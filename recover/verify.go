@@ -26,7 +26,10 @@ import (
 // a filter for Rebuild on such counts. Saturated counters are checked for
 // runs that hashing does not make (docs/FORMAT.md, "Saturated counters:
 // what Verify believes"): such a run is damage, and the filter is listed
-// for Rebuild.
+// for Rebuild. In a file with page checksums (version 1.4) every page whose
+// checksum it can trust is read and compared (recover/pagesums.go): a page
+// that differs is damage at its filter and page, and the filter is listed
+// for Rebuild (VerifyOptions.Quick skips this).
 func Verify(path string) (*Report, error) { return VerifyContext(context.Background(), path, nil) }
 
 // VerifyWithOptions is Verify with options (a boot identity for tests).
@@ -46,7 +49,7 @@ func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report,
 		return nil, err
 	}
 	defer f.Close()
-	a, err := settledAnalysis(ctx, f, currentBoot(opt.BootID))
+	a, err := settledAnalysis(ctx, f, currentBoot(opt.BootID), opt.Quick)
 	if err != nil {
 		return nil, fmt.Errorf("recover: verify %s: %w", path, err)
 	}
@@ -71,7 +74,7 @@ var verifySettle = 5 * time.Second
 // before or while the file was read. Every snapshot is decoded from a
 // private copy of the bytes (pread), never from memory another process
 // writes.
-func settledAnalysis(ctx context.Context, f *os.File, boot bootID) (*analysis, error) {
+func settledAnalysis(ctx context.Context, f *os.File, boot bootID, quick bool) (*analysis, error) {
 	deadline := time.Now().Add(verifySettle)
 	delay := time.Millisecond
 	seen := false // the previous snapshot was settled and found damage
@@ -91,7 +94,7 @@ func settledAnalysis(ctx context.Context, f *os.File, boot bootID) (*analysis, e
 		if err != nil {
 			return nil, err
 		}
-		a, err := analyze(withContext(ctx, &fileImage{f: f, size: st.Size()}), boot, live)
+		a, err := analyzeWith(withContext(ctx, &fileImage{f: f, size: st.Size()}), boot, live, quick)
 		settled := err == nil && !growing && !heldByOther(f, header.GrowthLockOffset) && unchanged(f, a, st.Size())
 		switch {
 		case ctx.Err() != nil:

@@ -278,7 +278,7 @@ func BenchmarkRemove(b *testing.B) {
 func BenchmarkFlush(b *testing.B) {
 	requireFiles(b)
 	c := benchCases[0]
-	for _, k := range []int{1, 100, 10_000} {
+	for _, k := range []int{1, 100, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("%s/changes=%d", c.name, k), func(b *testing.B) {
 			f, keys := getBuilt(b, c)
 			if err := f.Flush(); err != nil {

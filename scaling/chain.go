@@ -43,6 +43,8 @@ type member struct {
 	salt              uint64           // added to the native hash (0 for the original's hash)
 	line              *header.Line     // the filter's hot line (Pending: Adds admitted, not yet counted; see admit)
 	ix                lateIndex        // empty for a filter without one
+	ps                pageSums         // the check pages (empty without them)
+	countsPage        uint64           // the counts page's number among the covered pages
 	quota             [quotaShards]quotaShard
 
 	// Per-writer item counts (header/counts.go); counts is nil for a filter
@@ -101,12 +103,19 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		if d.HashID == header.HashXXH64Seeded {
 			mb.salt = counting4.Salt(i)
 		}
+		if mb.ps, err = f.mapSums(&d); err != nil {
+			return err
+		}
+		cf.SetPageMap(mb.ps.pages)
 		f.w.adopt(f, mb)
 		if d.IndexBytes() > 0 {
 			if mb.ix, err = f.mapIndex(i, &d); err != nil {
 				return err
 			}
+			mb.ix.ps = &mb.ps
+			mb.ix.page0 = uint64(d.IndexOffset()-d.Offset) / header.PageSize
 		}
+		mb.countsPage = uint64(d.CountsOffset()-d.Offset) / header.PageSize
 		if d.HasCounts() {
 			if err := f.mapCounts(mb); err != nil {
 				return err
@@ -263,7 +272,7 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 			return err
 		}
 	}
-	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1, true)
+	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1, true, m.Flags&header.FlagPageSums != 0)
 	if err != nil {
 		if !errors.Is(err, ErrFull) {
 			why := err.Error()
@@ -292,7 +301,18 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	if err := placeFilter(f.r, &d); err != nil {
 		return fmt.Errorf("growing the file for filter %d: %w", i, err)
 	}
-	if d.Extra > 0 {
+	if d.Sums > 0 {
+		// The checksums of its zero pages, durable before the directory
+		// names the filter: Verify trusts the pages of a filter not
+		// marked dirty.
+		if err := writeAllSums(f.r, &d, true); err != nil {
+			return fmt.Errorf("growing the file for filter %d: %w", i, err)
+		}
+		if err := f.sync(d.Offset+d.CoveredBytes(), d.Sums); err != nil {
+			return err
+		}
+	}
+	if d.HasCounts() {
 		m.Flags |= header.FlagExtras
 	}
 	f.initFilterLine(i)
@@ -442,7 +462,14 @@ func placeFilter(r mmapfile.Region, d *header.FilterDesc) error {
 // unallocated where r can.
 func growFilter(r mmapfile.Region, d *header.FilterDesc) error {
 	if sp, ok := r.(mmapfile.Sparse); ok && d.IndexBytes() > 0 {
-		return sp.GrowSparse(d.Offset+d.Length, d.IndexOffset())
+		if err := sp.GrowSparse(d.Offset+d.Length, d.IndexOffset()); err != nil {
+			return err
+		}
+		if d.Sums > 0 {
+			// The check pages follow the index and are written at once.
+			return sp.Allocate(d.Offset+d.CoveredBytes(), d.Sums)
+		}
+		return nil
 	}
 	return r.Grow(d.Offset + d.Length)
 }

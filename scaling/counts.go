@@ -68,6 +68,7 @@ func (sharedWriter) count(m *member, d int64) {
 		m.ownMarked.Store(true)
 	}
 	atomic.AddUint64(m.own, uint64(d))
+	m.ps.mark(m.countsPage)
 }
 
 // uncount takes one from the filter's item count after a Remove, but never

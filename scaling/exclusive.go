@@ -223,9 +223,11 @@ func (exclWriter) count(m *member, d int64) {
 	}
 	p := m.own
 	if p == nil {
-		p = &m.line.Items
+		counting4.StoreOrdered(&m.line.Items, atomic.LoadUint64(&m.line.Items)+uint64(d))
+		return
 	}
 	counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
+	m.ps.mark(m.countsPage)
 }
 
 // uncount is sharedWriter.uncount with count's stores.

@@ -22,6 +22,7 @@ import (
 // All methods are safe for concurrent use by goroutines; several processes
 // may open the same file (see the package documentation).
 type Filter struct {
+	sumBuf  *[pageWords]uint64 // Flush's copy of a page to checksum (under mu; pagesums.go)
 	r       mmapfile.Region
 	file    *mmapfile.File // nil in memory mode
 	ro      bool
@@ -170,7 +171,8 @@ func Create(path string, opts *Options) (*Filter, error) {
 	return f, nil
 }
 
-// createFlags are the feature flags of a new file.
+// createFlags are the feature flags of a new file (header.FlagPageSums
+// too when its filters have check pages: createWith).
 func createFlags() uint64 { return header.FlagLiveReplace }
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
@@ -225,7 +227,7 @@ func newParams(o *Options) (*header.Params, header.FilterDesc, error) {
 	if err := header.ValidateParams(p); err != nil {
 		return nil, header.FilterDesc{}, err
 	}
-	first, err := describe(p, 0, header.DataOffset, 0, false)
+	first, err := describe(p, 0, header.DataOffset, 0, false, true)
 	return p, first, err
 }
 
@@ -238,10 +240,15 @@ func create(r mmapfile.Region, mf *mmapfile.File, p *header.Params, first header
 func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []header.FilterDesc, o *Options, init func(f *Filter) error) (*Filter, error) {
 	m := &header.Meta{Generation: 1, Params: *p, Created: time.Now().UnixNano(), Filters: dir}
 	m.Flags |= createFlags()
+	sums := len(dir) > 0
 	for _, d := range dir {
-		if d.Extra > 0 {
+		if d.HasCounts() {
 			m.Flags |= header.FlagExtras
 		}
+		sums = sums && d.Sums > 0
+	}
+	if sums {
+		m.Flags |= header.FlagPageSums
 	}
 	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
 	f.setBootID(o.BootID)
@@ -256,6 +263,13 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 	if init != nil {
 		if err := init(f); err != nil {
 			return nil, err
+		}
+	}
+	if sums {
+		for i := range dir {
+			if err := writeAllSums(f.r, &dir[i], init == nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := f.sync(0, f.r.Size()); err != nil {

@@ -64,6 +64,13 @@ func (f *Filter) flush() error {
 		// flush runs: sync, claim nothing.
 		return f.sync(0, size)
 	}
+	// The checksums of the pages changed since the last flush (version
+	// 1.4), from the chain as published now: a filter another process
+	// published and wrote must not keep its marks past a clean flush.
+	if err := f.takeSums(); err != nil {
+		f.words.AbortFlush(ep)
+		return err
+	}
 	mem, busy := f.recordTotals()
 	if busy {
 		f.words.AbortFlush(ep)

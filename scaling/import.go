@@ -103,7 +103,8 @@ func originalState(old *legacy.ScalingFile) Condition {
 }
 
 // importDirectory lays the original's filters out back to back, keeping
-// their counters, hash and partitioned layout.
+// their counters, hash and partitioned layout, each with its check pages
+// (version 1.4).
 func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDesc {
 	dir := make([]header.FilterDesc, len(old.Filters))
 	off := int64(header.DataOffset)
@@ -113,7 +114,8 @@ func importDirectory(old *legacy.ScalingFile, capacity uint64) []header.FilterDe
 			FirstID: lf.StartID, Capacity: capacity, Counters: lf.Counters, Offset: off, Length: length,
 			ErrorRate: lf.ErrorRate, K: lf.K, HashID: header.HashMurmur3Orig, LayoutID: header.LayoutPartitioned, Slot: i,
 		}
-		off += length
+		header.AddSums(&dir[i]) // (createWith takes the checksums of the counters copied in)
+		off += dir[i].Length
 	}
 	return dir
 }

@@ -14,8 +14,20 @@ import (
 // as fingerprints of (key hash, id) in an open-addressing table of 32-bit
 // entries. Entries never go back to empty (I9, docs/PROTOCOLS.md).
 type lateIndex struct {
-	e   []uint32 // nil for a filter without an index
-	off int64    // file offset of the table
+	e     []uint32  // nil for a filter without an index
+	off   int64     // file offset of the table
+	ps    *pageSums // the filter's check pages: an entry changed marks its page
+	page0 uint64    // the table's first page among the filter's covered pages
+}
+
+// entriesPerPage is the index entries in a page (1024: a shift of 10).
+const entriesPerPage = header.PageSize / header.IndexEntrySize
+
+// mark marks the page of entry s changed, after the entry's change.
+func (x *lateIndex) mark(s uint64) {
+	if x.ps != nil {
+		x.ps.mark(x.page0 + s/entriesPerPage)
+	}
 }
 
 // mapIndex maps filter i's index. Its blocks may be a hole in the file:
@@ -80,6 +92,7 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 		if v <= header.IndexCleared {
 			atomic.StoreUint64(&r.rec.IndexSlot, s+1)
 			if atomic.CompareAndSwapUint32(e, v, fp) {
+				x.mark(s)
 				atomic.StoreUint64(&r.rec.IndexSlot, (s+1)|header.IndexDone)
 				return true
 			}
@@ -130,6 +143,7 @@ func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 		atomic.StoreUint64(&r.rec.IndexFP, uint64(e.fp))
 		atomic.StoreUint64(&r.rec.IndexSlot, e.slot+1)
 		if atomic.CompareAndSwapUint32(&x.e[e.slot], e.fp, header.IndexCleared) {
+			x.mark(e.slot)
 			atomic.StoreUint64(&r.rec.IndexSlot, (e.slot+1)|header.IndexDone)
 			return e.slot, true
 		}
@@ -147,12 +161,14 @@ func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 // sequence (entries never go back to empty, so a lookup still finds it).
 func (x *lateIndex) restore(h, id, slot uint64, fp uint32) {
 	if atomic.CompareAndSwapUint32(&x.e[slot], header.IndexCleared, fp) {
+		x.mark(slot)
 		return
 	}
 	n := uint64(len(x.e))
 	_, s := header.IndexProbe(h, id, n)
 	for range min(n, header.IndexMaxProbe) {
 		if v := atomic.LoadUint32(&x.e[s]); v <= header.IndexCleared && atomic.CompareAndSwapUint32(&x.e[s], v, fp) {
+			x.mark(s)
 			return
 		}
 		if s++; s == n {

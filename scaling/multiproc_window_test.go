@@ -348,7 +348,7 @@ func winChainBound(wp *winParams) int {
 func winFileBound(t *testing.T, p *header.Params, chain int) int64 {
 	var largest int64
 	for e := range chain {
-		d, err := describe(p, e, 0, 0, true)
+		d, err := describe(p, e, 0, 0, true, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -158,7 +158,7 @@ func (o *Options) withDefaults() (Options, error) {
 func chainLimit(p *header.Params) int {
 	off := int64(header.DataOffset)
 	for i := range header.MaxFilters {
-		d, err := describe(p, i, off, 0, i > 0)
+		d, err := describe(p, i, off, 0, i > 0, true)
 		if err != nil {
 			return i
 		}
@@ -186,8 +186,9 @@ func filterCapacity(p *header.Params, i int) uint64 {
 	return uint64(math.Round(float64(p.Capacity) * math.Pow(p.GrowthFactor, float64(i))))
 }
 
-// describe sizes filter i of a chain whose previous filter ends at off.
-func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) (header.FilterDesc, error) {
+// describe sizes filter i of a chain whose previous filter ends at off,
+// with check pages if sums (a file with header.FlagPageSums).
+func describe(p *header.Params, i int, off int64, firstID uint64, follows, sums bool) (header.FilterDesc, error) {
 	if i >= header.MaxFilters {
 		return header.FilterDesc{}, fmt.Errorf("%w: %d filters, the most a file holds", ErrFull, header.MaxFilters)
 	}
@@ -221,13 +222,17 @@ func describe(p *header.Params, i int, off int64, firstID uint64, follows bool) 
 		}
 		length += extra
 	}
-	if off+length > header.MaxFileSize {
-		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
-	}
-	return header.FilterDesc{
+	d := header.FilterDesc{
 		FirstID: firstID, Capacity: capy, Counters: counters, Offset: off, Length: length, Extra: extra, Slot: i,
 		ErrorRate: target, K: k, HashID: uint8(p.HashID), LayoutID: uint8(p.LayoutID),
-	}, nil
+	}
+	if sums {
+		header.AddSums(&d)
+	}
+	if off+d.Length > header.MaxFileSize {
+		return header.FilterDesc{}, &OptionError{Field: "Capacity", Value: p.Capacity, Reason: "the filter would not fit in a file (over 1 TiB)"}
+	}
+	return d, nil
 }
 
 // filterLength is the bytes a filter of n 4-bit counters takes in the file:

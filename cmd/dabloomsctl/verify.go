@@ -9,7 +9,8 @@ import (
 )
 
 func newVerifyCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var quick bool
+	cmd := &cobra.Command{
 		Use:   "verify FILE",
 		Short: "Check a file deeply and report every problem",
 		Long: `verify reads the whole file without changing it and checks everything the
@@ -17,7 +18,16 @@ format lets it check: both metadata copies, the directory, the state word
 and seqnums, every writer slot (live or dead, and the operations left in
 flight by dead writers), each filter's item count against its counters, and
 saturated counters (a run of them is damage: the filter must be rebuilt,
-repair --rebuild-from).
+repair --rebuild-from). In a file of format 1.4 it also reads every page of
+counters, item counts and late-add index whose checksum it can trust (all of
+them in a clean file; in another, the pages not changed since the last flush
+of the filters not marked dirty) and compares it with the checksum the last
+flush took: a page that differs is damage at that filter and page, and the
+filter must be rebuilt (repair --rebuild-from).
+
+--quick reads only the metadata, the hot pages and the counters (for their
+sums and saturation), not the other pages nor the checksums: for very large
+files, it finds less damage.
 
 It prints every finding on its own line ("STATE LOCATION: MESSAGE"), then a
 summary line "FILE: STATE (N finding(s)) ...". The states, from best to worst:
@@ -37,7 +47,7 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			if err := checkFile(args[0]); err != nil {
 				return err
 			}
-			r, err := recover.VerifyWithOptions(args[0], &recover.VerifyOptions{BootID: a.bootID})
+			r, err := recover.VerifyWithOptions(args[0], &recover.VerifyOptions{BootID: a.bootID, Quick: quick})
 			if err != nil {
 				if r == nil && isCorruption(err) {
 					// Not even a report: the file is corrupt beyond reading.
@@ -68,6 +78,8 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			return silentExit(code)
 		},
 	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "skip the page checksums: check the structure and the counters' sums only")
+	return cmd
 }
 
 // corruptReport is the report of a file whose reading err stopped: corrupt,

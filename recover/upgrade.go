@@ -1,0 +1,87 @@
+package recover
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// Upgrade rewrites the file at path, of format 1.0 to 1.3, as format 1.4:
+// every filter gains its check pages (a changed map and the checksum of
+// every page of its counters, item counts and late-add index:
+// docs/FORMAT.md, "Page checksums"), so that Verify can check every page.
+// It repairs what Repair would first, and refuses a file with a filter
+// that needs Rebuild (run Rebuild first: checksums taken over counters
+// nobody can vouch for would vouch for them). The file is replaced as
+// Repair replaces it (o: Backup, NoBackup, Output, Wait, DryRun; a file of
+// format 1.3 while other processes keep it open). A file that has page
+// checksums already is only repaired.
+func Upgrade(path string, o *RepairOptions) (*Report, error) {
+	return UpgradeContext(context.Background(), path, o)
+}
+
+// UpgradeContext is Upgrade, stopped when ctx is done.
+func UpgradeContext(ctx context.Context, path string, o *RepairOptions) (*Report, error) {
+	return runWith(ctx, path, nil, o, true)
+}
+
+// upgrade turns the patch into one that writes the file as format 1.4:
+// the filters, patched, laid out again in chain order from DataOffset,
+// each followed by its check pages; both metadata copies rewritten.
+func (p *patch) upgrade(a *analysis, img image) error {
+	var left []int
+	for i, need := range a.needRebuild {
+		if need {
+			left = append(left, a.entry(i))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w: filters %v need Rebuild (repair --rebuild-from) before the file can be upgraded: checksums taken over their counters would vouch for them", ErrUnrepairable, left)
+	}
+	m := *a.meta
+	m.Filters = slices.Clone(a.meta.Filters)
+	m.Flags |= header.FlagPageSums
+	m.Generation = a.meta.Generation + 1
+	for _, c := range a.metas {
+		if c != nil {
+			m.Generation = max(m.Generation, c.Generation+1)
+		}
+	}
+	offs := make([]int64, 0, len(p.words))
+	for off := range p.words {
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	filters, sums := map[int64][]byte{}, map[int64][]byte{}
+	off := int64(header.DataOffset)
+	for i := range m.Filters {
+		d := &m.Filters[i]
+		b := make([]byte, d.Length)
+		if err := readZeroPadded(img, b, d.Offset); err != nil {
+			return err
+		}
+		for pg := int64(0); pg < d.Length; pg += header.PageSize {
+			p.overlay(b[pg:pg+header.PageSize], d.Offset+pg, offs)
+		}
+		d.Offset = off
+		header.AddSums(d)
+		l, _ := d.SumLayout()
+		check := make([]byte, l.End-l.MapOffset)
+		for pg := range l.Covered {
+			l.PutSumIn(check, pg, header.PageSum(b[pg*header.PageSize:(pg+1)*header.PageSize]))
+		}
+		filters[d.Offset], sums[l.MapOffset] = b, check
+		off = l.End
+	}
+	header.Encode(p.head[header.MetaAOffset:header.MetaAOffset+header.MetaSize], &m)
+	header.Encode(p.head[header.MetaBOffset:header.MetaBOffset+header.MetaSize], &m)
+	old := a.size
+	p.filters, p.sums, p.words = filters, sums, map[int64]uint64{}
+	p.ranges = [][2]int64{{0, header.DataOffset}}
+	p.size = off
+	p.metaRewritten = true
+	p.act("upgraded the file to format 1.4: each of its %d filter(s) now ends with the checksums of its pages (%d bytes, was %d)", len(m.Filters), off, old)
+	return nil
+}

@@ -1,0 +1,156 @@
+package scaling
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/mmapfile"
+)
+
+// Page checksums (version 1.4, header.FlagPageSums; docs/FORMAT.md, "Page
+// checksums"). Every change to a covered page (a counter word, a late-add
+// index entry, a writer's item count) marks the page in its filter's
+// changed map after the change (counting4.Filter.SetPageMap, markIndex,
+// markCounts); Flush takes the marks and stores the checksums of the
+// pages it took (takeSums) before it syncs. A change that lands after its
+// page's checksum was taken leaves the page marked (the ordering argument
+// of docs/FORMAT.md).
+
+const pageWords = header.PageSize / 8
+
+// pageSums is a member's check pages, mapped (empty without them).
+type pageSums struct {
+	pages   header.PageMap
+	sums    header.PageSums
+	covered []uint64 // the covered pages' words
+	n       uint64   // covered pages
+}
+
+// mapSums maps the check pages of filter d.
+func (f *Filter) mapSums(d *header.FilterDesc) (pageSums, error) {
+	l, ok := d.SumLayout()
+	if !ok {
+		return pageSums{}, nil
+	}
+	mb, err := f.r.Bytes(l.MapOffset, l.SumsOffset-l.MapOffset)
+	if err != nil {
+		return pageSums{}, fmt.Errorf("filter %d's changed map: %w", d.Slot, err)
+	}
+	sb, err := f.r.Bytes(l.SumsOffset, l.Covered*header.PageSumSize)
+	if err != nil {
+		return pageSums{}, fmt.Errorf("filter %d's page checksums: %w", d.Slot, err)
+	}
+	w, err := f.r.Words(d.Offset, d.CoveredBytes()/8)
+	if err != nil {
+		return pageSums{}, fmt.Errorf("filter %d: %w", d.Slot, err)
+	}
+	return pageSums{pages: header.PageMapOf(mb), sums: header.PageSumsOf(sb), covered: w, n: uint64(l.Covered)}, nil
+}
+
+// mark marks covered page p changed (nothing without check pages).
+func (s *pageSums) mark(p uint64) {
+	if s.pages != nil {
+		s.pages.Mark(p)
+	}
+}
+
+// take takes the marks of the filter's changed pages and stores their
+// checksums: for each map word, the swap that clears its marks comes
+// before the reads of its pages, so a change the reads miss is followed
+// by its writer's mark, which finds the byte 0 and sets it again.
+func (s *pageSums) take(buf *[pageWords]uint64) (pages int) {
+	for w := range s.pages {
+		marks := s.pages.Take(w)
+		if marks == 0 {
+			continue
+		}
+		for b := range uint64(4) {
+			p := uint64(w)*4 + b
+			if marks>>(b*8)&0xff == 0 || p >= s.n {
+				continue // not marked, or past the covered pages
+			}
+			s.sums.Set(p, pageSum(s.covered[p*pageWords:(p+1)*pageWords], buf))
+			pages++
+		}
+	}
+	return pages
+}
+
+// pageSum returns the checksum of one page of mapped words, read with
+// atomic loads into buf (writers change the words meanwhile).
+func pageSum(words []uint64, buf *[pageWords]uint64) uint32 {
+	for i := range buf {
+		buf[i] = atomic.LoadUint64(&words[i])
+	}
+	return header.PageSum(unsafe.Slice((*byte)(unsafe.Pointer(buf)), header.PageSize))
+}
+
+// takeSums stores the checksums of every changed page of the published
+// chain's filters (Flush, under mu, before it syncs).
+func (f *Filter) takeSums() error {
+	c := f.chain.Load()
+	if c == nil {
+		return ErrClosed
+	}
+	if f.chainStale(c) {
+		m, _, err := f.readPublished()
+		if err != nil {
+			return err
+		}
+		if err := f.loadChain(m); err != nil {
+			return err
+		}
+		c = f.chain.Load()
+	}
+	if f.sumBuf == nil {
+		f.sumBuf = new([pageWords]uint64)
+	}
+	for _, m := range c.f {
+		if !m.gone() {
+			// (A retired filter's blocks are being released: a store
+			// into them would allocate them again.)
+			m.ps.take(f.sumBuf)
+		}
+	}
+	return nil
+}
+
+// writeAllSums stores the checksum of every covered page of filter d, and
+// clears its changed map: the checksum of a zero page if zero (a new
+// filter, whose pages are zero), else of its bytes. Nothing else may
+// write the filter meanwhile.
+func writeAllSums(r mmapfile.Region, d *header.FilterDesc, zero bool) error {
+	l, ok := d.SumLayout()
+	if !ok {
+		return nil
+	}
+	mb, err := r.Bytes(l.MapOffset, l.SumsOffset-l.MapOffset)
+	if err != nil {
+		return err
+	}
+	sb, err := r.Bytes(l.SumsOffset, l.Covered*header.PageSumSize)
+	if err != nil {
+		return err
+	}
+	pm, sums := header.PageMapOf(mb), header.PageSumsOf(sb)
+	for w := range pm {
+		pm.Take(w)
+	}
+	var words []uint64
+	if !zero {
+		if words, err = r.Words(d.Offset, d.CoveredBytes()/8); err != nil {
+			return err
+		}
+	}
+	var buf [pageWords]uint64
+	for p := range uint64(l.Covered) {
+		v := header.ZeroPageSum
+		if !zero {
+			v = pageSum(words[p*pageWords:(p+1)*pageWords], &buf)
+		}
+		sums.Set(p, v)
+	}
+	return nil
+}
