@@ -67,7 +67,7 @@ verified and renamed over FILE: an error or a crash leaves FILE as it was
 (or compacted), and the next compact removes a temporary file a crash left.
 No backup is kept; take one with backup first if KEYS may be incomplete.
 
-A file of format 1.3 (every file this version creates) is compacted while
+A file of format 1.3 or later (every file this version creates) is compacted while
 other processes keep it open: compact freezes it (their adds and removes
 wait, their lookups answer from the old file), waits up to --wait for the
 operations in flight, and every open handle, readers and writers, moves to

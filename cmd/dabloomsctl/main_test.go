@@ -372,7 +372,7 @@ func TestHelp(t *testing.T) {
 			}
 		})
 	}
-	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "restore", "retire", "verify", "version"}
+	want := []string{"add", "backup", "bench", "compact", "contains", "create", "flush", "import-dablooms", "inspect", "remove", "repair", "restore", "retire", "upgrade", "verify", "version"}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("commands %v, want %v", names, want)
 	}

@@ -95,14 +95,14 @@ repaired file is written to NEW. --dry-run only reports what would be done.
 -q prints only the summary, not each action and finding.
 
 What is kept: each in-place repair that replaces FILE keeps one backup of
-the original, as large as FILE: a copy for a file of format 1.3 (for an
+the original, as large as FILE: a copy for a file of format 1.3 or later (for an
 older one a hard link, which keeps the original's blocks in use). By
 default it picks a free name, so repeated repairs add FILE.bak, FILE.bak.2,
 FILE.bak.3, ...: to bound them, give a fixed --backup PATH (an existing
 file there is replaced: one backup however often you repair), or
 --no-backup (none; the rename is still atomic).
 
-In place, a file of format 1.3 (every file this version creates) is repaired
+In place, a file of format 1.3 or later (every file this version creates) is repaired
 while other processes keep it open: repair freezes it (their adds and
 removes wait, their lookups go on), waits up to --wait for the operations
 in flight, renames the repaired file over it, and every open handle,

@@ -35,7 +35,7 @@ memory mapping). restore is the one safe way:
   1. BACKUP must verify clean;
   2. it is copied beside FILE (keeping FILE's permissions), fsynced, opened
      and verified clean;
-  3. FILE is held as an in-place repair holds it: a file of format 1.3 is
+  3. FILE is held as an in-place repair holds it: a file of format 1.3 or later is
      frozen (adds and removes in other processes wait, lookups go on); an
      older file must be closed by every process, waiting at most --wait;
   4. the copy is renamed over FILE, the directory fsynced, and every process

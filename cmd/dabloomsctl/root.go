@@ -120,6 +120,7 @@ Each command's --help starts with its usage and ends with the exit codes.
 		newBenchCmd(a),
 		newImportCmd(a),
 		newCompactCmd(a),
+		newUpgradeCmd(a),
 		newVersionCmd(a),
 	)
 	setVersionFlag(root)
