@@ -148,8 +148,11 @@ func (exclWriter) holdOps(f *Filter) (unlock func()) {
 }
 
 // lockFlush takes wmu: no record of the handle is in flight while it
-// holds it, and it holds the file's flush lock already.
-func (w exclWriter) lockFlush(f *Filter) (unlock func(), err error) { return w.holdOps(f), nil }
+// holds it, and it holds the file's flush and growth locks already (its
+// own growths and retirements wait for wmu).
+func (w exclWriter) lockFlush(f *Filter) (unlockGrowth, unlock func(), err error) {
+	return func() {}, w.holdOps(f), nil
+}
 
 // lockGrowth takes mu only: the handle holds the file's growth lock from
 // Open to Close.

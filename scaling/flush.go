@@ -47,7 +47,7 @@ func (f *Filter) flush() error {
 	if f.syncFailed.Load() {
 		return ErrSyncFailed
 	}
-	unlock, err := f.w.lockFlush(f)
+	unlockGrowth, unlock, err := f.w.lockFlush(f)
 	if err != nil {
 		return err
 	}
@@ -71,6 +71,7 @@ func (f *Filter) flush() error {
 		f.words.AbortFlush(ep)
 		return err
 	}
+	unlockGrowth() // the blocks of the filters may move again
 	mem, busy := f.recordTotals()
 	if busy {
 		f.words.AbortFlush(ep)
@@ -99,24 +100,48 @@ func (f *Filter) flush() error {
 // across handles and processes (I3). The lock is the descriptor's, so
 // flushMu serialises this handle's flushes. Both are taken before mu
 // (I17).
-func (sharedWriter) lockFlush(f *Filter) (unlock func(), err error) {
+//
+// First it takes the growth lock shared (growMu first: the handle's
+// goroutines share its descriptor's lock), in the order of lockFreeze
+// (growth, then flush), and unlockGrowth releases it once the checksums
+// are taken: a growth or retirement, which holds it exclusively, cannot
+// place a filter in released space or release a filter's blocks while
+// takeSums reads pages and stores their checksums (a store into a hole
+// would allocate it again, or fault on a full disk; one into reused
+// space would clobber the new filter's checksums).
+func (sharedWriter) lockFlush(f *Filter) (unlockGrowth, unlock func(), err error) {
 	if f.file == nil {
-		return func() {}, nil
+		return func() {}, func() {}, nil
+	}
+	f.growMu.Lock()
+	if err := f.file.Lock(header.GrowthLockOffset, false, f.timeout); err != nil {
+		f.growMu.Unlock()
+		return nil, nil, fmt.Errorf("growth lock (shared, for the page checksums): %w", err)
+	}
+	grown := false
+	unlockGrowth = func() {
+		if !grown {
+			grown = true
+			f.file.Unlock(header.GrowthLockOffset)
+			f.growMu.Unlock()
+		}
 	}
 	f.flushMu.Lock()
-	if err := f.file.Lock(header.MetaBOffset, true, f.timeout); err != nil {
+	if err := f.file.Lock(header.FlushLockOffset, true, f.timeout); err != nil {
 		f.flushMu.Unlock()
-		return nil, fmt.Errorf("flush lock: %w", err)
+		unlockGrowth()
+		return nil, nil, fmt.Errorf("flush lock: %w", err)
 	}
 	unlock = func() {
-		f.file.Unlock(header.MetaBOffset)
+		f.file.Unlock(header.FlushLockOffset)
 		f.flushMu.Unlock()
+		unlockGrowth()
 	}
 	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
 		unlock()
-		return nil, errRetry // a rewrite began meanwhile: wait for it (see flush)
+		return nil, nil, errRetry // a rewrite began meanwhile: wait for it (see flush)
 	}
-	return unlock, nil
+	return unlockGrowth, unlock, nil
 }
 
 // recordTotals reads the op word of every record of every slot once: the

@@ -36,7 +36,7 @@ type writer interface {
 	finish(r *record, completed bool)
 	adopt(f *Filter, m *member)
 	holdOps(f *Filter) (unlock func())
-	lockFlush(f *Filter) (unlock func(), err error)
+	lockFlush(f *Filter) (unlockGrowth, unlock func(), err error)
 	lockGrowth(f *Filter) (unlock func(), err error)
 	closeWriter(f *Filter)
 }
