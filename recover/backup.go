@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/dablooms/dablooms/seqnum"
@@ -38,8 +39,8 @@ type BackupOptions struct {
 	// fails with ErrNoQuietMoment. 0 never holds writers. Files older than
 	// format 1.3 cannot be held (their handles do not watch for a freeze).
 	Hold time.Duration
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // BackupReport describes the copy Backup wrote.
@@ -101,7 +102,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			return nil, fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
 		}
 	}
-	f, err := scaling.Open(src, &scaling.OpenOptions{LockTimeout: opt.LockTimeout, BootID: opt.BootID})
+	f, err := scaling.Open(src, withKnobs(&scaling.OpenOptions{LockTimeout: opt.LockTimeout}, opt.knobs))
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 	rep, err := c.quietCopy(ctx, opt.Wait)
 	if errors.Is(err, ErrNoQuietMoment) && opt.Hold > 0 {
 		c.close()
-		rep, err = c.heldCopy(ctx, opt.Hold, opt.LockTimeout, currentBoot(opt.BootID), rep)
+		rep, err = c.heldCopy(ctx, opt.Hold, opt.LockTimeout, currentBoot(opt.knobs), rep)
 	}
 	if err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 	if err := seal(tmp); err != nil {
 		return nil, err
 	}
-	if err := checkCopy(tmp.Name(), dst, opt.BootID, rep); err != nil {
+	if err := checkCopy(tmp.Name(), dst, opt.knobs, rep); err != nil {
 		return nil, err
 	}
 	if err := install(tmp.Name(), dst, opt.Overwrite); err != nil {
@@ -418,8 +419,8 @@ func install(tmp, dst string, overwrite bool) error {
 
 // checkCopy opens the copy at path (to be installed as dst) as a reader
 // would and verifies it; it must be clean. It records its seqnums in rep.
-func checkCopy(path, dst, bootID string, rep *BackupReport) error {
-	c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
+func checkCopy(path, dst string, k *testknobs.Knobs, rep *BackupReport) error {
+	c, err := scaling.Open(path, withKnobs(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, k))
 	if err != nil {
 		return fmt.Errorf("recover: the copy of %s does not open, so it was not installed: %w", dst, err)
 	}
@@ -427,7 +428,7 @@ func checkCopy(path, dst, bootID string, rep *BackupReport) error {
 	if cond := c.Condition(); cond != scaling.Clean {
 		return fmt.Errorf("recover: the copy of %s is %s, not clean, so it was not installed", dst, cond)
 	}
-	v, err := VerifyWithOptions(path, &VerifyOptions{BootID: bootID})
+	v, err := VerifyWithOptions(path, withKnobs(&VerifyOptions{}, k))
 	if err != nil {
 		return fmt.Errorf("recover: verifying the copy of %s: %w", dst, err)
 	}
@@ -538,8 +539,8 @@ type RestoreOptions struct {
 	// scaling.DefaultLockTimeout; an older one must be closed by every
 	// process, and 0 refuses at once with ErrBusy).
 	Wait time.Duration
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // RestoreReport describes what Restore did.
@@ -575,7 +576,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := VerifyWithOptions(backup, &VerifyOptions{BootID: opt.BootID})
+	v, err := VerifyWithOptions(backup, withKnobs(&VerifyOptions{}, opt.knobs))
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +617,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	if err != nil {
 		return nil, fmt.Errorf("recover: copying %s: %w", backup, err)
 	}
-	if err := checkCopy(tmp.Name(), dst, opt.BootID, &BackupReport{}); err != nil {
+	if err := checkCopy(tmp.Name(), dst, opt.knobs, &BackupReport{}); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -22,6 +22,7 @@ type backupCase struct {
 	name    string
 	setup   func(t *testing.T, src, dst string) // optional
 	opts    BackupOptions
+	boot    string                 // the boot id Backup runs with (default testBoot)
 	ctx     func() context.Context // optional, default context.Background
 	wantErr error                  // nil: Backup must succeed
 	// attempts is the number of copies a successful Backup makes.
@@ -40,7 +41,7 @@ var backupCases = []backupCase{
 	{name: "dst exists", setup: createDst, wantErr: scaling.ErrExists, dstKept: true},
 	{name: "dst exists, overwrite", setup: createDst, opts: BackupOptions{Overwrite: true}, attempts: 1},
 	// A file unflushed before a machine restart is dirty: refused.
-	{name: "dirty", setup: addUnflushed, opts: BackupOptions{BootID: "boot-test-2"}, wantErr: scaling.ErrUnclean},
+	{name: "dirty", setup: addUnflushed, boot: "boot-test-2", wantErr: scaling.ErrUnclean},
 	// A writer spoils the first copy only: the second one is good. The
 	// negative control of "spoiled every time".
 	{name: "spoiled once", setup: spoil(1), opts: BackupOptions{Wait: 10 * time.Second}, attempts: 2},
@@ -65,10 +66,11 @@ func TestBackup(t *testing.T) {
 				ctx = tc.ctx()
 			}
 			opts := tc.opts
-			if opts.BootID == "" {
-				opts.BootID = testBoot
+			boot := tc.boot
+			if boot == "" {
+				boot = testBoot
 			}
-			rep, err := Backup(ctx, src, dst, &opts)
+			rep, err := Backup(ctx, src, dst, booted(&opts, boot))
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || rep != nil {
 					t.Fatalf("Backup = %+v, %v; want %v", rep, err, tc.wantErr)
@@ -99,7 +101,7 @@ func checkBackup(t *testing.T, dst string, rep *BackupReport) {
 		dumpReport(t, r)
 		t.Fatalf("the copy is %s; report %+v", r.State, rep)
 	}
-	c, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	c, err := scaling.Open(dst, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func addUnflushed(t *testing.T, src, _ string) {
 
 func openRW(t *testing.T, path string) *scaling.Filter {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func canceled() context.Context {
 // file between growths is settled (the control).
 func TestBackupSettled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 10, ErrorRate: 0.1, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 10, ErrorRate: 0.1}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func TestBackupInFlight(t *testing.T) {
 func TestBackupKeepsHoles(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "s.dbl"), filepath.Join(dir, "copy.dbl")
-	f, err := scaling.Create(src, &scaling.Options{Capacity: 20_000, ErrorRate: 0.01, GrowthFactor: 1, BootID: testBoot})
+	f, err := scaling.Create(src, booted(&scaling.Options{Capacity: 20_000, ErrorRate: 0.01, GrowthFactor: 1}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +304,7 @@ func TestBackupKeepsHoles(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	disk := func(path string) (size, used int64) {
@@ -351,11 +353,11 @@ func TestBackupRacingCompact(t *testing.T) {
 			return nil
 		}
 		compacted++
-		_, err := Compact(src, keysSource(200), &CompactOptions{BootID: testBoot})
+		_, err := Compact(src, keysSource(200), booted(&CompactOptions{}, testBoot))
 		return err
 	}
 	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Wait: 10 * time.Second})
+	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Wait: 10 * time.Second}, testBoot))
 	if compacted != 1 {
 		t.Fatalf("the compaction ran %d times: the test shows nothing", compacted)
 	}
@@ -397,7 +399,7 @@ func TestBackupChecksBeforeInstall(t *testing.T) {
 		return err
 	}
 	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Overwrite: true})
+	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Overwrite: true}, testBoot))
 	if spoiled == 0 {
 		t.Fatal("the copy was not spoiled: the test shows nothing")
 	}

@@ -40,7 +40,7 @@ func TestBackupHoldsWriters(t *testing.T) {
 		}
 		return spoiling(s)
 	}
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Hold: 10 * time.Second})
+	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Hold: 10 * time.Second}, testBoot))
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
 	}
@@ -55,7 +55,7 @@ func TestBackupHoldsWriters(t *testing.T) {
 	checkBackup(t, dst, rep)
 	// Without Hold, the same writer leaves no quiet moment (the control).
 	hook = spoiling
-	if _, err := Backup(context.Background(), src, dst+".2", &BackupOptions{BootID: testBoot}); !errors.Is(err, ErrNoQuietMoment) {
+	if _, err := Backup(context.Background(), src, dst+".2", booted(&BackupOptions{}, testBoot)); !errors.Is(err, ErrNoQuietMoment) {
 		t.Errorf("without Hold: %v, want ErrNoQuietMoment", err)
 	}
 }
@@ -75,7 +75,7 @@ func TestBackupHoldBound(t *testing.T) {
 		}
 		return spoiling(s)
 	}
-	_, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Hold: 20 * time.Millisecond})
+	_, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Hold: 20 * time.Millisecond}, testBoot))
 	if !errors.Is(err, ErrNoQuietMoment) {
 		t.Fatalf("Backup: %v, want ErrNoQuietMoment", err)
 	}
@@ -95,7 +95,7 @@ func TestBackupKeepsMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	if _, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(dst); err != nil || st.Mode().Perm() != 0o644 {
@@ -114,7 +114,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 		t.Fatal(err)
 	}
 	bak := filepath.Join(t.TempDir(), "b.dbl")
-	if _, err := Backup(context.Background(), src, bak, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, bak, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(bak, 0o600); err != nil {
@@ -122,7 +122,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	}
 	w := openRW(t, src)
 	defer w.Close()
-	r, err := scaling.Open(src, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	r, err := scaling.Open(src, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	if !r.Contains(late) {
 		t.Fatal("the reader does not see the Add: the test shows nothing")
 	}
-	rep, err := Restore(context.Background(), bak, src, &RestoreOptions{BootID: testBoot})
+	rep, err := Restore(context.Background(), bak, src, booted(&RestoreOptions{}, testBoot))
 	if err != nil || !rep.Replaced {
 		t.Fatalf("Restore = %+v, %v", rep, err)
 	}
@@ -156,7 +156,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	// A damaged backup is refused, the file untouched.
 	flipByte(t, bak, 100)
 	before := sum256(t, src)
-	if _, err := Restore(context.Background(), bak, src, &RestoreOptions{BootID: testBoot}); err == nil {
+	if _, err := Restore(context.Background(), bak, src, booted(&RestoreOptions{}, testBoot)); err == nil {
 		t.Error("Restore of a damaged backup succeeded")
 	}
 	if sum256(t, src) != before {

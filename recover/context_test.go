@@ -14,19 +14,19 @@ import (
 func TestContextCanceled(t *testing.T) {
 	calls := map[string]func(ctx context.Context, path string, src Source) error{
 		"verify": func(ctx context.Context, path string, _ Source) error {
-			_, err := VerifyContext(ctx, path, &VerifyOptions{BootID: testBoot})
+			_, err := VerifyContext(ctx, path, booted(&VerifyOptions{}, testBoot))
 			return err
 		},
 		"repair": func(ctx context.Context, path string, _ Source) error {
-			_, err := RepairContext(ctx, path, &RepairOptions{BootID: testBoot})
+			_, err := RepairContext(ctx, path, booted(&RepairOptions{}, testBoot))
 			return err
 		},
 		"rebuild": func(ctx context.Context, path string, src Source) error {
-			_, err := RebuildContext(ctx, path, src, &RepairOptions{BootID: "another-boot"})
+			_, err := RebuildContext(ctx, path, src, booted(&RepairOptions{}, "another-boot"))
 			return err
 		},
 		"compact": func(ctx context.Context, path string, src Source) error {
-			_, err := CompactContext(ctx, path, src, &CompactOptions{BootID: testBoot})
+			_, err := CompactContext(ctx, path, src, booted(&CompactOptions{}, testBoot))
 			return err
 		},
 	}

@@ -28,7 +28,7 @@ func TestDiskFull(t *testing.T) {
 		}
 	})
 	path := filepath.Join(mnt, "full.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 4000, ErrorRate: 0.01, GrowthFactor: 4, Layout: counting4.Classic, Seed: 1, BootID: testBoot, Reserve: 1 << 30})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 4000, ErrorRate: 0.01, GrowthFactor: 4, Layout: counting4.Classic, Seed: 1, Reserve: 1 << 30}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestDiskFull(t *testing.T) {
 	sum := sum256(t, path)
 	// Repair has no room for its copy: it fails, the original is untouched,
 	// and no temporary file is left behind.
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot, Output: filepath.Join(mnt, "copy.dbl")}); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := Repair(path, booted(&RepairOptions{Output: filepath.Join(mnt, "copy.dbl")}, testBoot)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Repair into a full disk: %v, want ENOSPC", err)
 	} else {
 		t.Logf("Repair into the full disk: %v", err)
@@ -75,7 +75,7 @@ func TestDiskFull(t *testing.T) {
 	if len(ents) != 1 {
 		t.Fatalf("the directory holds %d entries after a failed Repair", len(ents))
 	}
-	f, err = scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err = scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

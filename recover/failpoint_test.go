@@ -31,8 +31,8 @@ func (s *switchable) fn() error {
 
 // fpOptions are the options of a handle whose file fails as fp says.
 func fpOptions(fp *mmapfile.Failpoints) *scaling.OpenOptions {
-	o := &scaling.OpenOptions{BootID: testBoot}
-	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp})
+	o := &scaling.OpenOptions{}
+	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp, BootID: testBoot})
 	return o
 }
 

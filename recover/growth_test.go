@@ -35,7 +35,7 @@ func TestVerifyDuringGrowth(t *testing.T) {
 			// path once whole (Verify of a file being created is not the
 			// point here).
 			tmp := path + ".new"
-			f, err := scaling.Create(tmp, &scaling.Options{Capacity: 4, GrowthFactor: 1, ErrorRate: 0.1, Layout: counting4.Blocked512, Seed: 9, BootID: testBoot, Reserve: 1 << 28, Overwrite: true})
+			f, err := scaling.Create(tmp, booted(&scaling.Options{Capacity: 4, GrowthFactor: 1, ErrorRate: 0.1, Layout: counting4.Blocked512, Seed: 9, Reserve: 1 << 28, Overwrite: true}, testBoot))
 			if err == nil {
 				err = os.Rename(tmp, path)
 			}
@@ -55,7 +55,7 @@ func TestVerifyDuringGrowth(t *testing.T) {
 	deadline := time.Now().Add(run)
 	verifies, bad := 0, 0
 	for time.Now().Before(deadline) {
-		r, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+		r, err := VerifyWithOptions(path, booted(&VerifyOptions{}, testBoot))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue

@@ -87,7 +87,7 @@ func run(ctx context.Context, path string, src Source, o *RepairOptions) (*Repor
 	if opt.NoBackup && opt.Backup != "" {
 		return nil, fmt.Errorf("%w: RepairOptions.Backup %q with NoBackup: keep a backup or none", scaling.ErrInvalidOption, opt.Backup)
 	}
-	boot := currentBoot(opt.BootID)
+	boot := currentBoot(opt.knobs)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}

@@ -20,7 +20,7 @@ func TestSmokeClean(t *testing.T) {
 	if sum256(t, path) != before {
 		t.Fatal("verify changed the file")
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean || sum256(t, path) != before {
 		t.Fatalf("Repair of a clean file: %v, %v, or it changed the file", err, rep)
 	}

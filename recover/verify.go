@@ -46,7 +46,7 @@ func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report,
 		return nil, err
 	}
 	defer f.Close()
-	a, err := settledAnalysis(ctx, f, currentBoot(opt.BootID))
+	a, err := settledAnalysis(ctx, f, currentBoot(opt.knobs))
 	if err != nil {
 		return nil, fmt.Errorf("recover: verify %s: %w", path, err)
 	}

@@ -76,7 +76,7 @@ func wkWriter() error {
 	}
 	p, nprocs, keys := wkWriters.EnvInt("PROC"), wkWriters.EnvInt("NPROCS"), wkWriters.EnvInt("KEYS")
 	skew, lag, ids := wkWriters.EnvInt("SKEW"), wkWriters.EnvInt("LAG"), wkWriters.Env("IDS")
-	f, err := scaling.Open(wkWriters.Env("PATH"), &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(wkWriters.Env("PATH"), booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "writers.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: wkCapacity, GrowthFactor: 2, ErrorRate: 0.01, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: wkCapacity, GrowthFactor: 2, ErrorRate: 0.01}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 	r.cut = ctl.Load(wkWord(victim, wkStarted)) > uint64(r.victimAdds)
 	before := verifyT(t, path)
 	r.before = before.State
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil {
 		dumpReport(t, before)
 		t.Fatalf("trial %d: repair: %v", trial, err)
@@ -244,7 +244,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 			}
 		}
 	}
-	sf, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	sf, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatalf("trial %d: open after Repair: %v", trial, err)
 	}
