@@ -59,8 +59,14 @@ type BackupReport struct {
 // Backup made, until BackupOptions.Wait ran out.
 var ErrNoQuietMoment = errors.New("no quiet moment")
 
-// syncDir makes the rename of the copy durable (a variable for tests).
-var syncDir = mmapfile.SyncDir
+// syncDir makes the rename of the copy durable: mmapfile.SyncDir, or the
+// knobs' SyncDir (tests).
+func syncDir(k *testknobs.Knobs, dir string) error {
+	if k != nil && k.SyncDir != nil {
+		return k.SyncDir(dir)
+	}
+	return mmapfile.SyncDir(dir)
+}
 
 // Backup writes to dst a copy of src that is exactly the file as of a
 // completed flush, while other processes keep src open: it takes no lock
@@ -123,7 +129,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			return nil, err
 		}
 	}
-	c := &copier{f: f, path: src, tmp: tmp}
+	c := &copier{f: f, path: src, tmp: tmp, tk: opt.knobs}
 	defer c.close()
 	rep, err := c.quietCopy(ctx, opt.Wait)
 	if errors.Is(err, ErrNoQuietMoment) && opt.Hold > 0 {
@@ -147,7 +153,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 		return nil, err
 	}
 	tmp = nil
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := syncDir(opt.knobs, filepath.Dir(dst)); err != nil {
 		return nil, fmt.Errorf("recover: the copy %s is in place, but: %w", dst, err)
 	}
 	return rep, nil
@@ -160,6 +166,7 @@ type copier struct {
 	path string
 	in   *os.File // the file at path when the attempt began
 	tmp  *os.File
+	tk   *testknobs.Knobs // the call's (nil: none)
 }
 
 func (c *copier) close() {
@@ -218,7 +225,7 @@ func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
 	if err := c.current(); err != nil {
 		return false, err
 	}
-	if err := step("backup opened"); err != nil {
+	if err := step(c.tk, "backup opened"); err != nil {
 		return false, err
 	}
 	if err := c.f.Flush(); err != nil {
@@ -250,7 +257,7 @@ func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
 		return false, fmt.Errorf("copying %s: %w", c.path, err)
 	}
 	n := before.size
-	if err := step("backup copied"); err != nil {
+	if err := step(c.tk, "backup copied"); err != nil {
 		return false, err
 	}
 	after, err := readFingerprint(in)
@@ -310,7 +317,7 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	}
 	done := make(chan error, 1)
 	go func() {
-		if err := step("backup holding"); err != nil {
+		if err := step(c.tk, "backup holding"); err != nil {
 			done <- err
 			return
 		}
@@ -330,7 +337,7 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	if err != nil {
 		return nil, fmt.Errorf("copying %s: %w", c.path, err)
 	}
-	if err := step("backup held copy"); err != nil {
+	if err := step(c.tk, "backup held copy"); err != nil {
 		return nil, err
 	}
 	// The freeze's word is the original's business: the copy starts live.
@@ -629,7 +636,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 			return nil, err
 		}
 		tmp = nil
-		return rep, syncDir(filepath.Dir(dst))
+		return rep, syncDir(opt.knobs, filepath.Dir(dst))
 	}
 	hold, err := holdForRewrite(dst, opt.Wait)
 	if err != nil {
@@ -641,7 +648,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	}
 	tmp = nil
 	rep.Replaced = true
-	err = syncDir(filepath.Dir(dst))
+	err = syncDir(opt.knobs, filepath.Dir(dst))
 	hold.done() // the handles of the replaced file move to the restored one
 	if err != nil {
 		return nil, fmt.Errorf("recover: the restored file %s is in place, but: %w", dst, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -20,7 +21,7 @@ import (
 // what setup does to it (and to dst) before Backup, and what Backup must do.
 type backupCase struct {
 	name    string
-	setup   func(t *testing.T, src, dst string) // optional
+	setup   func(t *testing.T, src, dst string, k *testknobs.Knobs) // optional; k: Backup's knobs
 	opts    BackupOptions
 	boot    string                 // the boot id Backup runs with (default testBoot)
 	ctx     func() context.Context // optional, default context.Background
@@ -58,19 +59,20 @@ func TestBackup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newFile(t, 1000, counting4.Blocked1024, 200)
 			dst := filepath.Join(t.TempDir(), "copy.dbl")
+			boot := tc.boot
+			if boot == "" {
+				boot = testBoot
+			}
+			k := &testknobs.Knobs{BootID: boot}
 			if tc.setup != nil {
-				tc.setup(t, src, dst)
+				tc.setup(t, src, dst, k)
 			}
 			ctx := context.Background()
 			if tc.ctx != nil {
 				ctx = tc.ctx()
 			}
 			opts := tc.opts
-			boot := tc.boot
-			if boot == "" {
-				boot = testBoot
-			}
-			rep, err := Backup(ctx, src, dst, booted(&opts, boot))
+			rep, err := Backup(ctx, src, dst, withKnobs(&opts, k))
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || rep != nil {
 					t.Fatalf("Backup = %+v, %v; want %v", rep, err, tc.wantErr)
@@ -141,14 +143,14 @@ func checkNoBackup(t *testing.T, dst string, kept bool) {
 	}
 }
 
-func createDst(t *testing.T, _, dst string) {
+func createDst(t *testing.T, _, dst string, _ *testknobs.Knobs) {
 	if err := os.WriteFile(dst, []byte("not a dablooms file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // openWriter keeps a writer open on src, with an add since the last flush.
-func openWriter(t *testing.T, src, _ string) {
+func openWriter(t *testing.T, src, _ string, _ *testknobs.Knobs) {
 	w := openRW(t, src)
 	t.Cleanup(func() { w.Close() })
 	if err := w.Add(key(1), 1); err != nil {
@@ -157,7 +159,7 @@ func openWriter(t *testing.T, src, _ string) {
 }
 
 // addUnflushed adds a key and closes without a flush: src is unflushed.
-func addUnflushed(t *testing.T, src, _ string) {
+func addUnflushed(t *testing.T, src, _ string, _ *testknobs.Knobs) {
 	w := openRW(t, src)
 	if err := w.Add(key(1), 1); err != nil {
 		t.Fatal(err)
@@ -177,29 +179,25 @@ func openRW(t *testing.T, path string) *scaling.Filter {
 }
 
 // spoil makes a writer change src after each of the first n copies (every
-// copy when n < 0), before Backup reads its words again.
-func spoil(n int) func(t *testing.T, src, _ string) {
-	return func(t *testing.T, src, _ string) {
+// copy when n < 0), before Backup (with the knobs k) reads its words again.
+func spoil(n int) func(t *testing.T, src, _ string, k *testknobs.Knobs) {
+	return func(t *testing.T, src, _ string, k *testknobs.Knobs) {
 		w := openRW(t, src)
 		done := 0
-		hook = func(s string) error {
+		k.RecoverStep = func(s string) error {
 			if s != "backup copied" || done == n {
 				return nil
 			}
 			done++
 			return w.Add(key(1), 1)
 		}
-		t.Cleanup(func() {
-			hook = nil
-			w.Close()
-		})
+		t.Cleanup(func() { w.Close() })
 	}
 }
 
-func failSyncDir(t *testing.T, _, _ string) {
-	real := syncDir
-	syncDir = func(string) error { return errInjected }
-	t.Cleanup(func() { syncDir = real })
+// failSyncDir makes the directory fsync of Backup (with the knobs k) fail.
+func failSyncDir(_ *testing.T, _, _ string, k *testknobs.Knobs) {
+	k.SyncDir = func(string) error { return errInjected }
 }
 
 func canceled() context.Context {
@@ -348,16 +346,15 @@ func TestBackupRacingCompact(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
 	compacted := 0
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot, RecoverStep: func(s string) error {
 		if s != "backup opened" || compacted > 0 {
 			return nil
 		}
 		compacted++
 		_, err := Compact(src, keysSource(200), booted(&CompactOptions{}, testBoot))
 		return err
-	}
-	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Wait: 10 * time.Second}, testBoot))
+	}}
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Wait: 10 * time.Second}, k))
 	if compacted != 1 {
 		t.Fatalf("the compaction ran %d times: the test shows nothing", compacted)
 	}
@@ -377,9 +374,10 @@ func TestBackupRacingCompact(t *testing.T) {
 func TestBackupChecksBeforeInstall(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	createDst(t, src, dst)
+	createDst(t, src, dst, nil)
 	spoiled := 0
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot}
+	k.RecoverStep = func(s string) error {
 		if s != "backup copied" {
 			return nil
 		}
@@ -398,8 +396,7 @@ func TestBackupChecksBeforeInstall(t *testing.T) {
 		_, err = fh.WriteAt(w[:], header.ReplacedOffset)
 		return err
 	}
-	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Overwrite: true}, testBoot))
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Overwrite: true}, k))
 	if spoiled == 0 {
 		t.Fatal("the copy was not spoiled: the test shows nothing")
 	}

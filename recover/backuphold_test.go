@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -21,13 +22,14 @@ import (
 func TestBackupHoldsWriters(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	spoil(-1)(t, src, dst)
+	k := &testknobs.Knobs{BootID: testBoot}
+	spoil(-1)(t, src, dst, k)
 	w := openRW(t, src)
 	defer w.Close()
-	spoiling := hook
+	spoiling := k.RecoverStep
 	added := make(chan error, 1)
 	var during bool
-	hook = func(s string) error {
+	k.RecoverStep = func(s string) error {
 		if s == "backup holding" {
 			go func() { added <- w.Add(key(5000), 5000) }()
 			time.Sleep(50 * time.Millisecond) // the Add, if not held, returns now
@@ -40,7 +42,7 @@ func TestBackupHoldsWriters(t *testing.T) {
 		}
 		return spoiling(s)
 	}
-	rep, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Hold: 10 * time.Second}, testBoot))
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Hold: 10 * time.Second}, k))
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
 	}
@@ -54,8 +56,8 @@ func TestBackupHoldsWriters(t *testing.T) {
 	}
 	checkBackup(t, dst, rep)
 	// Without Hold, the same writer leaves no quiet moment (the control).
-	hook = spoiling
-	if _, err := Backup(context.Background(), src, dst+".2", booted(&BackupOptions{}, testBoot)); !errors.Is(err, ErrNoQuietMoment) {
+	k.RecoverStep = spoiling
+	if _, err := Backup(context.Background(), src, dst+".2", withKnobs(&BackupOptions{}, k)); !errors.Is(err, ErrNoQuietMoment) {
 		t.Errorf("without Hold: %v, want ErrNoQuietMoment", err)
 	}
 }
@@ -66,16 +68,17 @@ func TestBackupHoldsWriters(t *testing.T) {
 func TestBackupHoldBound(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	spoil(-1)(t, src, dst)
-	spoiling := hook
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot}
+	spoil(-1)(t, src, dst, k)
+	spoiling := k.RecoverStep
+	k.RecoverStep = func(s string) error {
 		if s == "backup holding" {
 			time.Sleep(200 * time.Millisecond) // a copy slower than the hold
 			return nil
 		}
 		return spoiling(s)
 	}
-	_, err := Backup(context.Background(), src, dst, booted(&BackupOptions{Hold: 20 * time.Millisecond}, testBoot))
+	_, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Hold: 20 * time.Millisecond}, k))
 	if !errors.Is(err, ErrNoQuietMoment) {
 		t.Fatalf("Backup: %v, want ErrNoQuietMoment", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -23,14 +24,13 @@ func TestRepairInterruptedAtEachStep(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			path := interruptedFile(t)
 			old := sum256(t, path)
-			hook = func(s string) error {
+			crash := func(s string) error {
 				if s == at {
 					return errCrash
 				}
 				return nil
 			}
-			_, err := Repair(path, booted(&RepairOptions{}, testBoot))
-			hook = nil
+			_, err := Repair(path, withKnobs(&RepairOptions{}, &testknobs.Knobs{BootID: testBoot, RecoverStep: crash}))
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("Repair: %v", err)
 			}

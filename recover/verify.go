@@ -55,7 +55,7 @@ func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report,
 
 // verifySettle bounds how long Verify retries a file that another process
 // is growing.
-var verifySettle = 5 * time.Second
+const verifySettle = 5 * time.Second
 
 // settledAnalysis analyzes a file that other processes may be using. A
 // snapshot taken during a growth (docs/FORMAT.md, Protocol summary) can show

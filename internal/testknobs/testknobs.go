@@ -61,6 +61,16 @@ type Knobs struct {
 	// RouteHook runs after an Add is routed to the filter with the given
 	// chain number, before its record is claimed.
 	RouteHook func(seq uint64)
+
+	// RecoverStep runs at each named step of a recover call (Repair and
+	// Rebuild: "copied", "patched", "backup", "renamed"; Backup: "backup
+	// opened", "backup copied", "backup holding", "backup held copy"); an
+	// error stops the call there as a crash would, leaving whatever
+	// temporary file exists.
+	RecoverStep func(step string) error
+	// SyncDir, if set, stands for mmapfile.SyncDir where Backup and
+	// Restore make the rename of their copy durable.
+	SyncDir func(dir string) error
 }
 
 // setters are the registered option types' setters (Register).
