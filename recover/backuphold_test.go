@@ -28,9 +28,10 @@ func TestBackupHoldsWriters(t *testing.T) {
 	defer w.Close()
 	spoiling := k.RecoverStep
 	added := make(chan error, 1)
-	var during bool
+	var during, holding bool
 	k.RecoverStep = func(s string) error {
 		if s == "backup holding" {
+			holding = true
 			go func() { added <- w.Add(key(5000), 5000) }()
 			time.Sleep(50 * time.Millisecond) // the Add, if not held, returns now
 			select {
@@ -45,6 +46,9 @@ func TestBackupHoldsWriters(t *testing.T) {
 	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Hold: 10 * time.Second}, k))
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
+	}
+	if !holding {
+		t.Fatalf("Backup made no held copy (%d attempts): the test shows nothing", rep.Attempts)
 	}
 	if during {
 		t.Error("an Add returned while the writers were held for the copy")
