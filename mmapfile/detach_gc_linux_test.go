@@ -46,7 +46,7 @@ func TestMapRetriesAfterGC(t *testing.T) {
 }
 
 func detachGCChild(t *testing.T, retry bool) {
-	retryMapAfterGC = retry
+	opts := &Options{noMapRetry: !retry}
 	debug.SetGCPercent(-1)
 	path := filepath.Join(t.TempDir(), "gc.bin")
 	mf, err := Create(path, 4096, nil)
@@ -64,7 +64,7 @@ func detachGCChild(t *testing.T, retry bool) {
 	}
 	type token struct{ mf *File }
 	for i := 0; i < 40; i++ {
-		mf, err := Open(path, nil)
+		mf, err := Open(path, opts)
 		if err != nil {
 			t.Fatalf("open %d: %v (ENOMEM: %v)", i, err, errors.Is(err, unix.ENOMEM))
 		}

@@ -37,21 +37,24 @@ type Options struct {
 	// does not take the old file's open lock and replaces it while it is
 	// open.
 	LiveOld bool
+
+	noMapRetry bool // the package's tests: the negative control of TestMapRetriesAfterGC
 }
 
 // File is a file mapped MAP_SHARED.
 type File struct {
-	mu       sync.Mutex
-	f        *os.File
-	path     string
-	m        []byte   // the whole reservation; after Detach, what Close unmaps
-	outgrown [][]byte // earlier, smaller reservations (see extend): unmapped only at Close
-	size     int64
-	readOnly bool
-	closed   bool // Detach or Close: no more file access
-	fp       *Failpoints
-	aside    string   // Create: the temporary name until Publish
-	old      *os.File // Create with Overwrite: the file to replace, locked until Publish
+	mu         sync.Mutex
+	f          *os.File
+	path       string
+	m          []byte   // the whole reservation; after Detach, what Close unmaps
+	outgrown   [][]byte // earlier, smaller reservations (see extend): unmapped only at Close
+	size       int64
+	readOnly   bool
+	closed     bool // Detach or Close: no more file access
+	fp         *Failpoints
+	noMapRetry bool     // Options.noMapRetry
+	aside      string   // Create: the temporary name until Publish
+	old        *os.File // Create with Overwrite: the file to replace, locked until Publish
 }
 
 // Create creates a file of size bytes (all zero, blocks allocated) that is
@@ -73,7 +76,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := checkFS(dir, o.AllowNetworkFS); err != nil {
 		return nil, err
 	}
-	mf := &File{path: path, fp: o.Failpoints}
+	mf := &File{path: path, fp: o.Failpoints, noMapRetry: o.noMapRetry}
 	if err := mf.holdOld(path, o); err != nil {
 		return nil, err
 	}
@@ -250,7 +253,7 @@ func open(path string, o *Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.Failpoints}
+	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.Failpoints, noMapRetry: o.noMapRetry}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -316,7 +319,7 @@ func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 		return nil, fmt.Errorf("mmap %s: %w", mf.path, err)
 	}
 	m, err := mapShared(mf.f, int(reserve), mf.readOnly)
-	for wait := time.Millisecond; isNoMemory(err) && retryMapAfterGC && wait < time.Second; wait *= 2 {
+	for wait := time.Millisecond; isNoMemory(err) && !mf.noMapRetry && wait < time.Second; wait *= 2 {
 		// Detached Files keep their address range until their last reader
 		// is garbage (see Detach); a program that opens and closes many
 		// files between collections can run out of address space or of
@@ -349,10 +352,6 @@ func (mf *File) extend(size int64) error {
 	mf.m = m
 	return nil
 }
-
-// retryMapAfterGC: a mapping that fails for want of address space is retried
-// after garbage collections (tests turn it off for a negative control).
-var retryMapAfterGC = true
 
 // PageSize is the operating system's page size.
 func PageSize() int64 { return int64(os.Getpagesize()) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/dablooms/dablooms/seqnum"
@@ -38,8 +39,8 @@ type BackupOptions struct {
 	// fails with ErrNoQuietMoment. 0 never holds writers. Files older than
 	// format 1.3 cannot be held (their handles do not watch for a freeze).
 	Hold time.Duration
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // BackupReport describes the copy Backup wrote.
@@ -58,8 +59,14 @@ type BackupReport struct {
 // Backup made, until BackupOptions.Wait ran out.
 var ErrNoQuietMoment = errors.New("no quiet moment")
 
-// syncDir makes the rename of the copy durable (a variable for tests).
-var syncDir = mmapfile.SyncDir
+// syncDir makes the rename of the copy durable: mmapfile.SyncDir, or the
+// knobs' SyncDir (tests).
+func syncDir(k *testknobs.Knobs, dir string) error {
+	if k != nil && k.SyncDir != nil {
+		return k.SyncDir(dir)
+	}
+	return mmapfile.SyncDir(dir)
+}
 
 // Backup writes to dst a copy of src that is exactly the file as of a
 // completed flush, while other processes keep src open: it takes no lock
@@ -101,7 +108,7 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			return nil, fmt.Errorf("%s exists: %w", dst, scaling.ErrExists)
 		}
 	}
-	f, err := scaling.Open(src, &scaling.OpenOptions{LockTimeout: opt.LockTimeout, BootID: opt.BootID})
+	f, err := scaling.Open(src, withKnobs(&scaling.OpenOptions{LockTimeout: opt.LockTimeout}, opt.knobs))
 	if err != nil {
 		return nil, err
 	}
@@ -122,12 +129,12 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 			return nil, err
 		}
 	}
-	c := &copier{f: f, path: src, tmp: tmp}
+	c := &copier{f: f, path: src, tmp: tmp, tk: opt.knobs}
 	defer c.close()
 	rep, err := c.quietCopy(ctx, opt.Wait)
 	if errors.Is(err, ErrNoQuietMoment) && opt.Hold > 0 {
 		c.close()
-		rep, err = c.heldCopy(ctx, opt.Hold, opt.LockTimeout, currentBoot(opt.BootID), rep)
+		rep, err = c.heldCopy(ctx, opt.Hold, opt.LockTimeout, currentBoot(opt.knobs), rep)
 	}
 	if err != nil {
 		return nil, err
@@ -139,14 +146,14 @@ func Backup(ctx context.Context, src, dst string, o *BackupOptions) (*BackupRepo
 	if err := seal(tmp); err != nil {
 		return nil, err
 	}
-	if err := checkCopy(tmp.Name(), dst, opt.BootID, rep); err != nil {
+	if err := checkCopy(tmp.Name(), dst, opt.knobs, rep); err != nil {
 		return nil, err
 	}
 	if err := install(tmp.Name(), dst, opt.Overwrite); err != nil {
 		return nil, err
 	}
 	tmp = nil
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := syncDir(opt.knobs, filepath.Dir(dst)); err != nil {
 		return nil, fmt.Errorf("recover: the copy %s is in place, but: %w", dst, err)
 	}
 	return rep, nil
@@ -159,6 +166,7 @@ type copier struct {
 	path string
 	in   *os.File // the file at path when the attempt began
 	tmp  *os.File
+	tk   *testknobs.Knobs // the call's (nil: none)
 }
 
 func (c *copier) close() {
@@ -217,7 +225,7 @@ func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
 	if err := c.current(); err != nil {
 		return false, err
 	}
-	if err := step("backup opened"); err != nil {
+	if err := step(c.tk, "backup opened"); err != nil {
 		return false, err
 	}
 	if err := c.f.Flush(); err != nil {
@@ -249,7 +257,7 @@ func (c *copier) copyOnce(rep *BackupReport) (bool, error) {
 		return false, fmt.Errorf("copying %s: %w", c.path, err)
 	}
 	n := before.size
-	if err := step("backup copied"); err != nil {
+	if err := step(c.tk, "backup copied"); err != nil {
 		return false, err
 	}
 	after, err := readFingerprint(in)
@@ -309,7 +317,7 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	}
 	done := make(chan error, 1)
 	go func() {
-		if err := step("backup holding"); err != nil {
+		if err := step(c.tk, "backup holding"); err != nil {
 			done <- err
 			return
 		}
@@ -329,7 +337,7 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	if err != nil {
 		return nil, fmt.Errorf("copying %s: %w", c.path, err)
 	}
-	if err := step("backup held copy"); err != nil {
+	if err := step(c.tk, "backup held copy"); err != nil {
 		return nil, err
 	}
 	// The freeze's word is the original's business: the copy starts live.
@@ -418,8 +426,8 @@ func install(tmp, dst string, overwrite bool) error {
 
 // checkCopy opens the copy at path (to be installed as dst) as a reader
 // would and verifies it; it must be clean. It records its seqnums in rep.
-func checkCopy(path, dst, bootID string, rep *BackupReport) error {
-	c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: bootID})
+func checkCopy(path, dst string, k *testknobs.Knobs, rep *BackupReport) error {
+	c, err := scaling.Open(path, withKnobs(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, k))
 	if err != nil {
 		return fmt.Errorf("recover: the copy of %s does not open, so it was not installed: %w", dst, err)
 	}
@@ -427,7 +435,7 @@ func checkCopy(path, dst, bootID string, rep *BackupReport) error {
 	if cond := c.Condition(); cond != scaling.Clean {
 		return fmt.Errorf("recover: the copy of %s is %s, not clean, so it was not installed", dst, cond)
 	}
-	v, err := VerifyWithOptions(path, &VerifyOptions{BootID: bootID})
+	v, err := VerifyWithOptions(path, withKnobs(&VerifyOptions{}, k))
 	if err != nil {
 		return fmt.Errorf("recover: verifying the copy of %s: %w", dst, err)
 	}
@@ -538,8 +546,8 @@ type RestoreOptions struct {
 	// scaling.DefaultLockTimeout; an older one must be closed by every
 	// process, and 0 refuses at once with ErrBusy).
 	Wait time.Duration
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // RestoreReport describes what Restore did.
@@ -575,7 +583,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	v, err := VerifyWithOptions(backup, &VerifyOptions{BootID: opt.BootID})
+	v, err := VerifyWithOptions(backup, withKnobs(&VerifyOptions{}, opt.knobs))
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +624,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	if err != nil {
 		return nil, fmt.Errorf("recover: copying %s: %w", backup, err)
 	}
-	if err := checkCopy(tmp.Name(), dst, opt.BootID, &BackupReport{}); err != nil {
+	if err := checkCopy(tmp.Name(), dst, opt.knobs, &BackupReport{}); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -628,7 +636,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 			return nil, err
 		}
 		tmp = nil
-		return rep, syncDir(filepath.Dir(dst))
+		return rep, syncDir(opt.knobs, filepath.Dir(dst))
 	}
 	hold, err := holdForRewrite(dst, opt.Wait)
 	if err != nil {
@@ -640,7 +648,7 @@ func Restore(ctx context.Context, backup, dst string, o *RestoreOptions) (*Resto
 	}
 	tmp = nil
 	rep.Replaced = true
-	err = syncDir(filepath.Dir(dst))
+	err = syncDir(opt.knobs, filepath.Dir(dst))
 	hold.done() // the handles of the replaced file move to the restored one
 	if err != nil {
 		return nil, fmt.Errorf("recover: the restored file %s is in place, but: %w", dst, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -20,8 +21,9 @@ import (
 // what setup does to it (and to dst) before Backup, and what Backup must do.
 type backupCase struct {
 	name    string
-	setup   func(t *testing.T, src, dst string) // optional
+	setup   func(t *testing.T, src, dst string, k *testknobs.Knobs) // optional; k: Backup's knobs
 	opts    BackupOptions
+	boot    string                 // the boot id Backup runs with (default testBoot)
 	ctx     func() context.Context // optional, default context.Background
 	wantErr error                  // nil: Backup must succeed
 	// attempts is the number of copies a successful Backup makes.
@@ -40,7 +42,7 @@ var backupCases = []backupCase{
 	{name: "dst exists", setup: createDst, wantErr: scaling.ErrExists, dstKept: true},
 	{name: "dst exists, overwrite", setup: createDst, opts: BackupOptions{Overwrite: true}, attempts: 1},
 	// A file unflushed before a machine restart is dirty: refused.
-	{name: "dirty", setup: addUnflushed, opts: BackupOptions{BootID: "boot-test-2"}, wantErr: scaling.ErrUnclean},
+	{name: "dirty", setup: addUnflushed, boot: "boot-test-2", wantErr: scaling.ErrUnclean},
 	// A writer spoils the first copy only: the second one is good. The
 	// negative control of "spoiled every time".
 	{name: "spoiled once", setup: spoil(1), opts: BackupOptions{Wait: 10 * time.Second}, attempts: 2},
@@ -57,18 +59,20 @@ func TestBackup(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newFile(t, 1000, counting4.Blocked1024, 200)
 			dst := filepath.Join(t.TempDir(), "copy.dbl")
+			boot := tc.boot
+			if boot == "" {
+				boot = testBoot
+			}
+			k := &testknobs.Knobs{BootID: boot}
 			if tc.setup != nil {
-				tc.setup(t, src, dst)
+				tc.setup(t, src, dst, k)
 			}
 			ctx := context.Background()
 			if tc.ctx != nil {
 				ctx = tc.ctx()
 			}
 			opts := tc.opts
-			if opts.BootID == "" {
-				opts.BootID = testBoot
-			}
-			rep, err := Backup(ctx, src, dst, &opts)
+			rep, err := Backup(ctx, src, dst, withKnobs(&opts, k))
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) || rep != nil {
 					t.Fatalf("Backup = %+v, %v; want %v", rep, err, tc.wantErr)
@@ -99,7 +103,7 @@ func checkBackup(t *testing.T, dst string, rep *BackupReport) {
 		dumpReport(t, r)
 		t.Fatalf("the copy is %s; report %+v", r.State, rep)
 	}
-	c, err := scaling.Open(dst, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	c, err := scaling.Open(dst, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +143,14 @@ func checkNoBackup(t *testing.T, dst string, kept bool) {
 	}
 }
 
-func createDst(t *testing.T, _, dst string) {
+func createDst(t *testing.T, _, dst string, _ *testknobs.Knobs) {
 	if err := os.WriteFile(dst, []byte("not a dablooms file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // openWriter keeps a writer open on src, with an add since the last flush.
-func openWriter(t *testing.T, src, _ string) {
+func openWriter(t *testing.T, src, _ string, _ *testknobs.Knobs) {
 	w := openRW(t, src)
 	t.Cleanup(func() { w.Close() })
 	if err := w.Add(key(1), 1); err != nil {
@@ -155,7 +159,7 @@ func openWriter(t *testing.T, src, _ string) {
 }
 
 // addUnflushed adds a key and closes without a flush: src is unflushed.
-func addUnflushed(t *testing.T, src, _ string) {
+func addUnflushed(t *testing.T, src, _ string, _ *testknobs.Knobs) {
 	w := openRW(t, src)
 	if err := w.Add(key(1), 1); err != nil {
 		t.Fatal(err)
@@ -167,7 +171,7 @@ func addUnflushed(t *testing.T, src, _ string) {
 
 func openRW(t *testing.T, path string) *scaling.Filter {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,29 +179,25 @@ func openRW(t *testing.T, path string) *scaling.Filter {
 }
 
 // spoil makes a writer change src after each of the first n copies (every
-// copy when n < 0), before Backup reads its words again.
-func spoil(n int) func(t *testing.T, src, _ string) {
-	return func(t *testing.T, src, _ string) {
+// copy when n < 0), before Backup (with the knobs k) reads its words again.
+func spoil(n int) func(t *testing.T, src, _ string, k *testknobs.Knobs) {
+	return func(t *testing.T, src, _ string, k *testknobs.Knobs) {
 		w := openRW(t, src)
 		done := 0
-		hook = func(s string) error {
+		k.RecoverStep = func(s string) error {
 			if s != "backup copied" || done == n {
 				return nil
 			}
 			done++
 			return w.Add(key(1), 1)
 		}
-		t.Cleanup(func() {
-			hook = nil
-			w.Close()
-		})
+		t.Cleanup(func() { w.Close() })
 	}
 }
 
-func failSyncDir(t *testing.T, _, _ string) {
-	real := syncDir
-	syncDir = func(string) error { return errInjected }
-	t.Cleanup(func() { syncDir = real })
+// failSyncDir makes the directory fsync of Backup (with the knobs k) fail.
+func failSyncDir(_ *testing.T, _, _ string, k *testknobs.Knobs) {
+	k.SyncDir = func(string) error { return errInjected }
 }
 
 func canceled() context.Context {
@@ -212,7 +212,7 @@ func canceled() context.Context {
 // file between growths is settled (the control).
 func TestBackupSettled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "g.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 10, ErrorRate: 0.1, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 10, ErrorRate: 0.1}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestBackupInFlight(t *testing.T) {
 func TestBackupKeepsHoles(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "s.dbl"), filepath.Join(dir, "copy.dbl")
-	f, err := scaling.Create(src, &scaling.Options{Capacity: 20_000, ErrorRate: 0.01, GrowthFactor: 1, BootID: testBoot})
+	f, err := scaling.Create(src, booted(&scaling.Options{Capacity: 20_000, ErrorRate: 0.01, GrowthFactor: 1}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestBackupKeepsHoles(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	disk := func(path string) (size, used int64) {
@@ -346,16 +346,15 @@ func TestBackupRacingCompact(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
 	compacted := 0
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot, RecoverStep: func(s string) error {
 		if s != "backup opened" || compacted > 0 {
 			return nil
 		}
 		compacted++
-		_, err := Compact(src, keysSource(200), &CompactOptions{BootID: testBoot})
+		_, err := Compact(src, keysSource(200), booted(&CompactOptions{}, testBoot))
 		return err
-	}
-	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Wait: 10 * time.Second})
+	}}
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Wait: 10 * time.Second}, k))
 	if compacted != 1 {
 		t.Fatalf("the compaction ran %d times: the test shows nothing", compacted)
 	}
@@ -375,9 +374,10 @@ func TestBackupRacingCompact(t *testing.T) {
 func TestBackupChecksBeforeInstall(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	createDst(t, src, dst)
+	createDst(t, src, dst, nil)
 	spoiled := 0
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot}
+	k.RecoverStep = func(s string) error {
 		if s != "backup copied" {
 			return nil
 		}
@@ -396,8 +396,7 @@ func TestBackupChecksBeforeInstall(t *testing.T) {
 		_, err = fh.WriteAt(w[:], header.ReplacedOffset)
 		return err
 	}
-	defer func() { hook = nil }()
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Overwrite: true})
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Overwrite: true}, k))
 	if spoiled == 0 {
 		t.Fatal("the copy was not spoiled: the test shows nothing")
 	}

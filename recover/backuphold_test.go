@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -21,14 +22,16 @@ import (
 func TestBackupHoldsWriters(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	spoil(-1)(t, src, dst)
+	k := &testknobs.Knobs{BootID: testBoot}
+	spoil(-1)(t, src, dst, k)
 	w := openRW(t, src)
 	defer w.Close()
-	spoiling := hook
+	spoiling := k.RecoverStep
 	added := make(chan error, 1)
-	var during bool
-	hook = func(s string) error {
+	var during, holding bool
+	k.RecoverStep = func(s string) error {
 		if s == "backup holding" {
+			holding = true
 			go func() { added <- w.Add(key(5000), 5000) }()
 			time.Sleep(50 * time.Millisecond) // the Add, if not held, returns now
 			select {
@@ -40,9 +43,12 @@ func TestBackupHoldsWriters(t *testing.T) {
 		}
 		return spoiling(s)
 	}
-	rep, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Hold: 10 * time.Second})
+	rep, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Hold: 10 * time.Second}, k))
 	if err != nil {
 		t.Fatalf("Backup: %v", err)
+	}
+	if !holding {
+		t.Fatalf("Backup made no held copy (%d attempts): the test shows nothing", rep.Attempts)
 	}
 	if during {
 		t.Error("an Add returned while the writers were held for the copy")
@@ -54,8 +60,8 @@ func TestBackupHoldsWriters(t *testing.T) {
 	}
 	checkBackup(t, dst, rep)
 	// Without Hold, the same writer leaves no quiet moment (the control).
-	hook = spoiling
-	if _, err := Backup(context.Background(), src, dst+".2", &BackupOptions{BootID: testBoot}); !errors.Is(err, ErrNoQuietMoment) {
+	k.RecoverStep = spoiling
+	if _, err := Backup(context.Background(), src, dst+".2", withKnobs(&BackupOptions{}, k)); !errors.Is(err, ErrNoQuietMoment) {
 		t.Errorf("without Hold: %v, want ErrNoQuietMoment", err)
 	}
 }
@@ -66,16 +72,17 @@ func TestBackupHoldsWriters(t *testing.T) {
 func TestBackupHoldBound(t *testing.T) {
 	src := newFile(t, 1000, counting4.Blocked1024, 200)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	spoil(-1)(t, src, dst)
-	spoiling := hook
-	hook = func(s string) error {
+	k := &testknobs.Knobs{BootID: testBoot}
+	spoil(-1)(t, src, dst, k)
+	spoiling := k.RecoverStep
+	k.RecoverStep = func(s string) error {
 		if s == "backup holding" {
 			time.Sleep(200 * time.Millisecond) // a copy slower than the hold
 			return nil
 		}
 		return spoiling(s)
 	}
-	_, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot, Hold: 20 * time.Millisecond})
+	_, err := Backup(context.Background(), src, dst, withKnobs(&BackupOptions{Hold: 20 * time.Millisecond}, k))
 	if !errors.Is(err, ErrNoQuietMoment) {
 		t.Fatalf("Backup: %v, want ErrNoQuietMoment", err)
 	}
@@ -95,7 +102,7 @@ func TestBackupKeepsMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	if _, err := Backup(context.Background(), src, dst, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(dst); err != nil || st.Mode().Perm() != 0o644 {
@@ -114,7 +121,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 		t.Fatal(err)
 	}
 	bak := filepath.Join(t.TempDir(), "b.dbl")
-	if _, err := Backup(context.Background(), src, bak, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), src, bak, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(bak, 0o600); err != nil {
@@ -122,7 +129,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	}
 	w := openRW(t, src)
 	defer w.Close()
-	r, err := scaling.Open(src, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	r, err := scaling.Open(src, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +141,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	if !r.Contains(late) {
 		t.Fatal("the reader does not see the Add: the test shows nothing")
 	}
-	rep, err := Restore(context.Background(), bak, src, &RestoreOptions{BootID: testBoot})
+	rep, err := Restore(context.Background(), bak, src, booted(&RestoreOptions{}, testBoot))
 	if err != nil || !rep.Replaced {
 		t.Fatalf("Restore = %+v, %v", rep, err)
 	}
@@ -156,7 +163,7 @@ func TestRestoreMovesHandles(t *testing.T) {
 	// A damaged backup is refused, the file untouched.
 	flipByte(t, bak, 100)
 	before := sum256(t, src)
-	if _, err := Restore(context.Background(), bak, src, &RestoreOptions{BootID: testBoot}); err == nil {
+	if _, err := Restore(context.Background(), bak, src, booted(&RestoreOptions{}, testBoot)); err == nil {
 		t.Error("Restore of a damaged backup succeeded")
 	}
 	if sum256(t, src) != before {

@@ -2,6 +2,7 @@ package recover
 
 import (
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
 
@@ -14,9 +15,10 @@ type bootID [16]byte
 // need Rebuild: no machine has it, so the file reads dirty everywhere.
 var rebuildBoot = bootID{'r', 'e', 'p', 'a', 'i', 'r', ':', 'r', 'e', 'b', 'u', 'i', 'l', 'd', 0xff, 0xff}
 
-// currentBoot returns the boot identity: the override if given, else the
+// currentBoot returns the boot identity: the knobs' (tests), else the
 // machine's, parsed exactly as scaling does.
-func currentBoot(override string) bootID {
+func currentBoot(k *testknobs.Knobs) bootID {
+	override := knob(k).BootID
 	if override == "" {
 		override = mmapfile.BootID()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -46,8 +47,8 @@ type CompactOptions struct {
 	// one, for the growth lock and the writers' operations in flight (at
 	// least scaling.DefaultLockTimeout).
 	Wait time.Duration
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
 // DefaultCompactHeadroom is CompactOptions.Headroom's default: the compacted
@@ -166,7 +167,7 @@ func CompactContext(ctx context.Context, path string, src Source, o *CompactOpti
 	removeCompactLeftovers(path)
 
 	src = ctxSource(ctx, src)
-	a, err := analyze(withContext(ctx, &fileImage{f: f, size: size}), currentBoot(opt.BootID), nil)
+	a, err := analyze(withContext(ctx, &fileImage{f: f, size: size}), currentBoot(opt.knobs), nil)
 	if err != nil {
 		return nil, fmt.Errorf("recover: reading %s: %w", path, err)
 	}
@@ -242,12 +243,11 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 	var tok [8]byte
 	rand.Read(tok[:])
 	name := filepath.Join(filepath.Dir(path), compactPrefix(filepath.Base(path))+hex.EncodeToString(tok[:]))
-	nf, err := scaling.Create(name, &scaling.Options{
+	nf, err := scaling.Create(name, withKnobs(&scaling.Options{
 		Capacity: rep.Capacity, ErrorRate: p.ErrorRate, GrowthFactor: p.GrowthFactor,
 		TighteningRatio: p.TighteningRatio, Seed: p.Seed, Layout: counting4.Layout(p.LayoutID),
-		BootID:    opt.BootID,
 		Exclusive: true, // nothing else has the file made aside: the faster writes
-	})
+	}, opt.knobs))
 	if err != nil {
 		return "", fmt.Errorf("recover: creating the compacted file: %w", err)
 	}
@@ -310,7 +310,7 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 	if err != nil {
 		return "", fmt.Errorf("recover: compact: closing %s: %w", name, err)
 	}
-	vr, err := VerifyWithOptions(name, &VerifyOptions{BootID: opt.BootID})
+	vr, err := VerifyWithOptions(name, withKnobs(&VerifyOptions{}, opt.knobs))
 	if err == nil {
 		err = vr.Err()
 	}

@@ -22,8 +22,8 @@ import (
 func chainFile(t testing.TB, dir string, capacity uint64, n int) string {
 	t.Helper()
 	path := filepath.Join(dir, "s.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: capacity, ErrorRate: 0.01, GrowthFactor: 1, TighteningRatio: 0.9,
-		Layout: counting4.Blocked512, Seed: 42, BootID: testBoot, Reserve: 1 << 30})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: capacity, ErrorRate: 0.01, GrowthFactor: 1, TighteningRatio: 0.9,
+		Layout: counting4.Blocked512, Seed: 42, Reserve: 1 << 30}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func liveSource(n int, live func(i int) bool) Source {
 
 func filterCount(t testing.TB, path string) int {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestCompactLongChain(t *testing.T) {
 	dir := t.TempDir()
 	path := chainFile(t, dir, capy, n)
 	removed := func(i int) bool { return i%3 == 0 }
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestCompactLongChain(t *testing.T) {
 	}
 
 	live := func(i int) bool { return !removed(i) }
-	rep, err := Compact(path, liveSource(n, live), &CompactOptions{BootID: testBoot})
+	rep, err := Compact(path, liveSource(n, live), booted(&CompactOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestCompactLongChain(t *testing.T) {
 		t.Errorf("the directory holds %v", got)
 	}
 
-	f, err = scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err = scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +175,12 @@ func TestCompactBusy(t *testing.T) {
 	path := chainFile(t, dir, 100, 1000)
 	withoutLiveReplace(t, path)
 	for _, ro := range []bool{true, false} {
-		f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: ro, BootID: testBoot})
+		f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: ro}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sum := sum256(t, path) // a read-write Open claims a slot
-		_, err = Compact(path, keysSource(1000), &CompactOptions{BootID: testBoot})
+		_, err = Compact(path, keysSource(1000), booted(&CompactOptions{}, testBoot))
 		if !errors.Is(err, ErrBusy) || !errors.Is(err, scaling.ErrBusy) {
 			t.Fatalf("read-only %v: Compact with a handle open: %v, want ErrBusy", ro, err)
 		}
@@ -193,12 +193,12 @@ func TestCompactBusy(t *testing.T) {
 		}
 	}
 	// With Wait, it waits for the handle to go.
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.AfterFunc(100*time.Millisecond, func() { f.Close() })
-	rep, err := Compact(path, keysSource(1000), &CompactOptions{BootID: testBoot, Wait: 5 * time.Second})
+	rep, err := Compact(path, keysSource(1000), booted(&CompactOptions{Wait: 5 * time.Second}, testBoot))
 	if err != nil || rep.FiltersAfter != 1 {
 		t.Fatalf("Compact with Wait: %v", err)
 	}
@@ -228,7 +228,7 @@ func TestCompactSourceFails(t *testing.T) {
 			return add([]byte("x"), 1<<63)
 		}, scaling.ErrInvalidID},
 	} {
-		_, err := Compact(path, tc.src, &CompactOptions{BootID: testBoot, LastID: 1<<63 - 1})
+		_, err := Compact(path, tc.src, booted(&CompactOptions{LastID: 1<<63 - 1}, testBoot))
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: %v, want %v", tc.name, err, tc.want)
 		}
@@ -279,7 +279,7 @@ func TestCompactCapacity(t *testing.T) {
 		calls++
 		return keysSource(3000)(lo, hi, add)
 	}
-	rep, err := Compact(path, src, &CompactOptions{Capacity: 2000, BootID: testBoot})
+	rep, err := Compact(path, src, booted(&CompactOptions{Capacity: 2000}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,11 +287,11 @@ func TestCompactCapacity(t *testing.T) {
 		t.Errorf("%d calls, report %+v", calls, *rep)
 	}
 	// A small count gets MinCompactCapacity; Headroom < 0 is none.
-	rep, err = Compact(path, keysSource(10), &CompactOptions{BootID: testBoot})
+	rep, err = Compact(path, keysSource(10), booted(&CompactOptions{}, testBoot))
 	if err != nil || rep.Capacity != MinCompactCapacity {
 		t.Fatalf("%v %+v", err, rep)
 	}
-	rep, err = Compact(path, keysSource(2000), &CompactOptions{BootID: testBoot, Headroom: -1})
+	rep, err = Compact(path, keysSource(2000), booted(&CompactOptions{Headroom: -1}, testBoot))
 	if err != nil || rep.Capacity != 2000 || rep.FiltersAfter != 1 {
 		t.Fatalf("%v %+v", err, rep)
 	}
@@ -306,7 +306,7 @@ func TestCompactCapacity(t *testing.T) {
 func TestCompactRetired(t *testing.T) {
 	dir := t.TempDir()
 	path := chainFile(t, dir, 100, 1000)
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,14 +338,14 @@ func TestCompactRetired(t *testing.T) {
 	if err := os.WriteFile(copyPath, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Compact(path, src, &CompactOptions{BootID: testBoot})
+	rep, err := Compact(path, src, booted(&CompactOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.FirstID != 0 || rep.Keys != 1001 || rep.FiltersBefore != 6 || rep.FiltersAfter != 1 {
 		t.Errorf("default range: report %+v", *rep)
 	}
-	rep, err = Compact(copyPath, src, &CompactOptions{BootID: testBoot, FirstID: 451})
+	rep, err = Compact(copyPath, src, booted(&CompactOptions{FirstID: 451}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestCompactRetired(t *testing.T) {
 		t.Errorf("FirstID 451: report %+v", *rep)
 	}
 	for _, p := range []string{path, copyPath} {
-		g, err := scaling.Open(p, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+		g, err := scaling.Open(p, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +378,7 @@ func TestCompactLeftovers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Compact(path, keysSource(500), &CompactOptions{BootID: testBoot}); err != nil {
+	if _, err := Compact(path, keysSource(500), booted(&CompactOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	want := append([]string{"s.dbl"}, keep...)
@@ -405,7 +405,7 @@ func TestCompactKillChild(t *testing.T) {
 	}
 	start := time.Now()
 	lg.Store(0, 1)
-	if _, err := Compact(compactKill.Env("PATH"), keysSource(compactKillKeys), &CompactOptions{BootID: testBoot}); err != nil {
+	if _, err := Compact(compactKill.Env("PATH"), keysSource(compactKillKeys), booted(&CompactOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	lg.Store(1, uint64(time.Since(start)))
@@ -503,7 +503,7 @@ func TestCompactKill(t *testing.T) {
 		}
 		leftovers := len(dirNames(t, dir)) - 1
 		outcomes[fmt.Sprintf("%s, %d temporary file(s) left", outcome, leftovers)]++
-		f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+		f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
@@ -513,7 +513,7 @@ func TestCompactKill(t *testing.T) {
 			t.Fatalf("trial %d (%s): key %d is absent", trial, outcome, i+1)
 		}
 		// The next Compact cleans up.
-		if _, err := Compact(path, keysSource(compactKillKeys), &CompactOptions{BootID: testBoot}); err != nil {
+		if _, err := Compact(path, keysSource(compactKillKeys), booted(&CompactOptions{}, testBoot)); err != nil {
 			t.Fatalf("trial %d: compact after the kill: %v", trial, err)
 		}
 		if got := dirNames(t, dir); !slices.Equal(got, []string{"s.dbl"}) {

@@ -1,9 +1,11 @@
-package recover
+package recover_test
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/dablooms/dablooms/recover"
 )
 
 // TestContextCanceled: VerifyContext, RepairContext, RebuildContext and
@@ -12,29 +14,29 @@ import (
 // Source adds keys (the control: the same calls with a live context
 // succeed).
 func TestContextCanceled(t *testing.T) {
-	calls := map[string]func(ctx context.Context, path string, src Source) error{
-		"verify": func(ctx context.Context, path string, _ Source) error {
-			_, err := VerifyContext(ctx, path, &VerifyOptions{BootID: testBoot})
+	calls := map[string]func(ctx context.Context, path string, src recover.Source) error{
+		"verify": func(ctx context.Context, path string, _ recover.Source) error {
+			_, err := recover.VerifyContext(ctx, path, recover.Booted(&recover.VerifyOptions{}, recover.TestBoot))
 			return err
 		},
-		"repair": func(ctx context.Context, path string, _ Source) error {
-			_, err := RepairContext(ctx, path, &RepairOptions{BootID: testBoot})
+		"repair": func(ctx context.Context, path string, _ recover.Source) error {
+			_, err := recover.RepairContext(ctx, path, recover.Booted(&recover.RepairOptions{}, recover.TestBoot))
 			return err
 		},
-		"rebuild": func(ctx context.Context, path string, src Source) error {
-			_, err := RebuildContext(ctx, path, src, &RepairOptions{BootID: "another-boot"})
+		"rebuild": func(ctx context.Context, path string, src recover.Source) error {
+			_, err := recover.RebuildContext(ctx, path, src, recover.Booted(&recover.RepairOptions{}, "another-boot"))
 			return err
 		},
-		"compact": func(ctx context.Context, path string, src Source) error {
-			_, err := CompactContext(ctx, path, src, &CompactOptions{BootID: testBoot})
+		"compact": func(ctx context.Context, path string, src recover.Source) error {
+			_, err := recover.CompactContext(ctx, path, src, recover.Booted(&recover.CompactOptions{}, recover.TestBoot))
 			return err
 		},
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
-			path := interruptedFile(t)
-			before := sum256(t, path)
-			if err := call(canceled(), path, keysSource(300)); !errors.Is(err, context.Canceled) {
+			path := recover.InterruptedFile(t)
+			before := recover.Sum256(t, path)
+			if err := call(recover.Canceled(), path, recover.KeysSource(300)); !errors.Is(err, context.Canceled) {
 				t.Errorf("canceled before: %v", err)
 			}
 			if name == "rebuild" || name == "compact" {
@@ -45,7 +47,7 @@ func TestContextCanceled(t *testing.T) {
 						if i == 10 {
 							cancel()
 						}
-						if err := add(key(i), uint64(i)); err != nil {
+						if err := add(recover.Key(i), uint64(i)); err != nil {
 							return err
 						}
 					}
@@ -56,10 +58,10 @@ func TestContextCanceled(t *testing.T) {
 				}
 				cancel()
 			}
-			if sum256(t, path) != before {
+			if recover.Sum256(t, path) != before {
 				t.Fatal("a canceled call changed the file")
 			}
-			if err := call(context.Background(), path, keysSource(300)); err != nil {
+			if err := call(context.Background(), path, recover.KeysSource(300)); err != nil {
 				t.Errorf("with a live context: %v", err)
 			}
 		})

@@ -66,9 +66,9 @@ func modelTemplates(t testing.TB) []modelTemplate {
 		for _, sp := range templateSpecs {
 			r := newCrashRegion()
 			r.reset(nil, rand.New(rand.NewSource(1)))
-			f, err := createRegion(r, &scaling.Options{
-				Capacity: sp.capacity, ErrorRate: 0.05, GrowthFactor: sp.growth, Layout: sp.layout, Seed: 7, BootID: bootBefore,
-			})
+			f, err := createRegion(r, booted(&scaling.Options{
+				Capacity: sp.capacity, ErrorRate: 0.05, GrowthFactor: sp.growth, Layout: sp.layout, Seed: 7,
+			}, bootBefore))
 			if err != nil {
 				templatesErr = err
 				return
@@ -204,7 +204,7 @@ func heapOf(img []byte) *mmapfile.Heap {
 // falseNegatives opens img and counts the keys of truth (key numbers) it
 // does not contain.
 func falseNegatives[V any](img []byte, boot string, truth map[int]V) (int, error) {
-	f, err := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true, AllowUnclean: true})
+	f, err := openRegion(byteRegion{img}, booted(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, boot))
 	if err != nil {
 		return 0, err
 	}
@@ -322,7 +322,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	if err != nil {
 		return err.Error()
 	}
-	f, err := openRegion(r, &scaling.OpenOptions{BootID: bootBefore})
+	f, err := openRegion(r, booted(&scaling.OpenOptions{}, bootBefore))
 	if err != nil {
 		return "open before the trial: " + err.Error()
 	}
@@ -404,7 +404,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 		default:
 			f.Close()
 			r.closed = false // the process restarts and opens the file again
-			f, err = openRegion(r, &scaling.OpenOptions{BootID: bootBefore, AllowUnclean: true})
+			f, err = openRegion(r, booted(&scaling.OpenOptions{AllowUnclean: true}, bootBefore))
 			if err != nil && !r.crashed {
 				return "reopen: " + err.Error()
 			}
@@ -437,7 +437,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	}
 	rep := a.report("")
 	st.byState[rep.State].Add(1)
-	of, oerr := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: boot, ReadOnly: true})
+	of, oerr := openRegion(byteRegion{img}, booted(&scaling.OpenOptions{ReadOnly: true}, boot))
 	if oerr == nil {
 		of.Close()
 	}
@@ -492,7 +492,7 @@ func crashTrial(t testing.TB, r *crashRegion, seed int64, negative bool, st *cra
 	if rep2.State != Clean {
 		return fmt.Sprintf("after recovery: %s: %v", rep2.State, rep2.Findings)
 	}
-	if f, err := openRegion(heapOf(fixed), &scaling.OpenOptions{BootID: boot}); err != nil {
+	if f, err := openRegion(heapOf(fixed), booted(&scaling.OpenOptions{}, boot)); err != nil {
 		return "after recovery, open fails: " + err.Error()
 	} else {
 		f.Close()

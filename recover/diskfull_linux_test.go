@@ -1,4 +1,4 @@
-package recover
+package recover_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -28,13 +29,13 @@ func TestDiskFull(t *testing.T) {
 		}
 	})
 	path := filepath.Join(mnt, "full.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 4000, ErrorRate: 0.01, GrowthFactor: 4, Layout: counting4.Classic, Seed: 1, BootID: testBoot, Reserve: 1 << 30})
+	f, err := scaling.Create(path, recover.Booted(&scaling.Options{Capacity: 4000, ErrorRate: 0.01, GrowthFactor: 4, Layout: counting4.Classic, Seed: 1, Reserve: 1 << 30}, recover.TestBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
 	added := 0
 	for i := 1; i < 1_000_000; i++ {
-		if err = f.Add(key(i), uint64(i)); err != nil {
+		if err = f.Add(recover.Key(i), uint64(i)); err != nil {
 			break
 		}
 		added = i
@@ -43,11 +44,11 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("Add on a full disk: %v, want ENOSPC", err)
 	}
 	t.Logf("the disk filled after %d keys in %d filters: %v", added, len(f.Stats().Filters), err)
-	if err := f.Add(key(added+1), uint64(added+1)); !errors.Is(err, syscall.ENOSPC) {
+	if err := f.Add(recover.Key(added+1), uint64(added+1)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Add again: %v, want ENOSPC", err)
 	}
 	for i := 1; i <= added; i++ {
-		if !f.Contains(key(i)) {
+		if !f.Contains(recover.Key(i)) {
 			t.Fatalf("key %d lost", i)
 		}
 	}
@@ -55,33 +56,33 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("Flush on a full disk (no allocation needed): %v", err)
 	}
 	f.Close()
-	r := verifyT(t, path)
-	if r.State != Clean {
-		dumpReport(t, r)
+	r := recover.VerifyT(t, path)
+	if r.State != recover.Clean {
+		recover.DumpReport(t, r)
 		t.Fatalf("after the disk filled: %s", r.State)
 	}
-	sum := sum256(t, path)
+	sum := recover.Sum256(t, path)
 	// Repair has no room for its copy: it fails, the original is untouched,
 	// and no temporary file is left behind.
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot, Output: filepath.Join(mnt, "copy.dbl")}); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := recover.Repair(path, recover.Booted(&recover.RepairOptions{Output: filepath.Join(mnt, "copy.dbl")}, recover.TestBoot)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Repair into a full disk: %v, want ENOSPC", err)
 	} else {
 		t.Logf("Repair into the full disk: %v", err)
 	}
-	if sum256(t, path) != sum {
+	if recover.Sum256(t, path) != sum {
 		t.Fatal("a failed Repair changed the file")
 	}
 	ents, _ := os.ReadDir(mnt)
 	if len(ents) != 1 {
 		t.Fatalf("the directory holds %d entries after a failed Repair", len(ents))
 	}
-	f, err = scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err = scaling.Open(path, recover.Booted(&scaling.OpenOptions{}, recover.TestBoot))
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer f.Close()
 	for i := 1; i <= added; i++ {
-		if !f.Contains(key(i)) {
+		if !f.Contains(recover.Key(i)) {
 			t.Fatalf("key %d lost after reopen", i)
 		}
 	}

@@ -1,4 +1,4 @@
-package recover
+package recover_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -31,8 +32,8 @@ func (s *switchable) fn() error {
 
 // fpOptions are the options of a handle whose file fails as fp says.
 func fpOptions(fp *mmapfile.Failpoints) *scaling.OpenOptions {
-	o := &scaling.OpenOptions{BootID: testBoot}
-	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp})
+	o := &scaling.OpenOptions{}
+	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp, BootID: recover.TestBoot})
 	return o
 }
 
@@ -49,31 +50,31 @@ func openFP(t *testing.T, path string, fp *mmapfile.Failpoints) *scaling.Filter 
 // error, and the file stays valid and opens; once the disk has room, Add
 // grows the chain.
 func TestFailpointGrowth(t *testing.T) {
-	path := newFile(t, 100, counting4.Classic, 100) // the first filter is full
+	path := recover.NewFile(t, 100, counting4.Classic, 100) // the first filter is full
 	sw := &switchable{failErr: syscall.ENOSPC}
 	sw.armed.Store(true)
 	f := openFP(t, path, &mmapfile.Failpoints{Fallocate: sw.fn})
-	err := f.Add(key(101), 101)
+	err := f.Add(recover.Key(101), 101)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Add when growth fails: %v, want ENOSPC", err)
 	}
 	if n := len(f.Stats().Filters); n != 1 {
 		t.Fatalf("%d filters after a failed growth", n)
 	}
-	if r := verifyT(t, path); r.State > Unflushed {
-		dumpReport(t, r)
+	if r := recover.VerifyT(t, path); r.State > recover.Unflushed {
+		recover.DumpReport(t, r)
 		t.Fatalf("after a failed growth: %s", r.State)
 	}
 	sw.armed.Store(false)
-	if err := f.Add(key(101), 101); err != nil {
+	if err := f.Add(recover.Key(101), 101); err != nil {
 		t.Fatalf("Add once the disk has room: %v", err)
 	}
 	if err := f.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
-	r := verifyT(t, path)
-	if r.State != Clean || len(r.Filters) != 2 {
+	r := recover.VerifyT(t, path)
+	if r.State != recover.Clean || len(r.Filters) != 2 {
 		t.Fatalf("after growth: %s with %d filters", r.State, len(r.Filters))
 	}
 }
@@ -84,7 +85,7 @@ func TestFailpointGrowth(t *testing.T) {
 func TestFailpointFlushSync(t *testing.T) {
 	for _, which := range []string{"msync", "fsync"} {
 		t.Run(which, func(t *testing.T) {
-			path := newFile(t, 1000, counting4.Classic, 10)
+			path := recover.NewFile(t, 1000, counting4.Classic, 10)
 			sw := &switchable{failErr: syscall.EIO}
 			fp := &mmapfile.Failpoints{}
 			if which == "msync" {
@@ -94,7 +95,7 @@ func TestFailpointFlushSync(t *testing.T) {
 			}
 			f := openFP(t, path, fp)
 			defer f.Close()
-			if err := f.Add(key(11), 11); err != nil {
+			if err := f.Add(recover.Key(11), 11); err != nil {
 				t.Fatal(err)
 			}
 			sw.armed.Store(true)
@@ -111,7 +112,7 @@ func TestFailpointFlushSync(t *testing.T) {
 			if d := f.DiskSeqnum(); d != 0 {
 				t.Fatalf("DiskSeqnum %d after a failed Flush", d)
 			}
-			if r := verifyT(t, path); r.State == Clean {
+			if r := recover.VerifyT(t, path); r.State == recover.Clean {
 				t.Fatal("Verify says clean after a failed Flush")
 			}
 		})
@@ -122,11 +123,11 @@ func TestFailpointFlushSync(t *testing.T) {
 // second of a Flush) fails. The data was made durable, but the clean state
 // was not: the handle must not claim disk_seqnum.
 func TestFailpointFlushCleanRecord(t *testing.T) {
-	path := newFile(t, 1000, counting4.Classic, 10)
+	path := recover.NewFile(t, 1000, counting4.Classic, 10)
 	sw := &switchable{failErr: syscall.EIO}
 	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
 	defer f.Close()
-	if err := f.Add(key(11), 11); err != nil {
+	if err := f.Add(recover.Key(11), 11); err != nil {
 		t.Fatal(err)
 	}
 	sw.failOn.Store(sw.calls.Load() + 2) // the Flush's second msync
@@ -144,20 +145,20 @@ func TestFailpointFlushCleanRecord(t *testing.T) {
 // Add returns the error without changing the counters, and the handle no
 // longer flushes.
 func TestFailpointMarkDirty(t *testing.T) {
-	path := newFile(t, 1000, counting4.Classic, 10)
-	before := verifyT(t, path)
+	path := recover.NewFile(t, 1000, counting4.Classic, 10)
+	before := recover.VerifyT(t, path)
 	sw := &switchable{failErr: syscall.EIO}
 	sw.armed.Store(true)
 	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
 	defer f.Close()
-	if err := f.Add(key(11), 11); !errors.Is(err, syscall.EIO) {
+	if err := f.Add(recover.Key(11), 11); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Add when the dirty mark cannot be synced: %v", err)
 	}
-	r := verifyT(t, path)
+	r := recover.VerifyT(t, path)
 	if r.Filters[0].CounterSum != before.Filters[0].CounterSum || r.Filters[0].Items != before.Filters[0].Items {
 		t.Fatal("a failed Add changed the counters")
 	}
-	if r.State == Clean {
+	if r.State == recover.Clean {
 		t.Fatal("the file claims clean while a dirty mark is half made")
 	}
 	sw.armed.Store(false)
@@ -168,13 +169,13 @@ func TestFailpointMarkDirty(t *testing.T) {
 
 // TestFailpointMmap: Open fails cleanly when the mapping fails.
 func TestFailpointMmap(t *testing.T) {
-	path := newFile(t, 1000, counting4.Classic, 10)
-	sum := sum256(t, path)
+	path := recover.NewFile(t, 1000, counting4.Classic, 10)
+	sum := recover.Sum256(t, path)
 	_, err := scaling.Open(path, fpOptions(&mmapfile.Failpoints{Mmap: func() error { return syscall.ENOMEM }}))
 	if !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("Open: %v, want ENOMEM", err)
 	}
-	if sum256(t, path) != sum {
+	if recover.Sum256(t, path) != sum {
 		t.Fatal("a failed Open changed the file")
 	}
 }

@@ -19,7 +19,7 @@ import (
 var fuzzBase = sync.OnceValues(func() ([]byte, error) {
 	r := newCrashRegion()
 	r.reset(nil, rand.New(rand.NewSource(1)))
-	f, err := createRegion(r, &scaling.Options{Capacity: 50, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 3, BootID: testBoot})
+	f, err := createRegion(r, booted(&scaling.Options{Capacity: 50, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 3}, testBoot))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func checkImage(t *testing.T, data []byte) {
 		t.Fatal("Verify changed its input")
 	}
 	if rep.State <= Unflushed {
-		f, err := openRegion(byteRegion{img}, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+		f, err := openRegion(byteRegion{img}, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 		if err != nil {
 			t.Fatalf("Verify says %s, Open fails: %v", rep.State, err)
 		}
@@ -93,7 +93,7 @@ func checkImage(t *testing.T, data []byte) {
 			t.Fatalf("after Rebuild: %s", r2.State)
 		}
 		if r2.State == Clean {
-			f, err := openRegion(byteRegion{out}, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+			f, err := openRegion(byteRegion{out}, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 			if err != nil {
 				t.Fatalf("repaired to clean, Open fails: %v", err)
 			}

@@ -1,4 +1,4 @@
-package recover
+package recover_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -35,7 +36,7 @@ func TestVerifyDuringGrowth(t *testing.T) {
 			// path once whole (Verify of a file being created is not the
 			// point here).
 			tmp := path + ".new"
-			f, err := scaling.Create(tmp, &scaling.Options{Capacity: 4, GrowthFactor: 1, ErrorRate: 0.1, Layout: counting4.Blocked512, Seed: 9, BootID: testBoot, Reserve: 1 << 28, Overwrite: true})
+			f, err := scaling.Create(tmp, recover.Booted(&scaling.Options{Capacity: 4, GrowthFactor: 1, ErrorRate: 0.1, Layout: counting4.Blocked512, Seed: 9, Reserve: 1 << 28, Overwrite: true}, recover.TestBoot))
 			if err == nil {
 				err = os.Rename(tmp, path)
 			}
@@ -55,7 +56,7 @@ func TestVerifyDuringGrowth(t *testing.T) {
 	deadline := time.Now().Add(run)
 	verifies, bad := 0, 0
 	for time.Now().Before(deadline) {
-		r, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+		r, err := recover.VerifyWithOptions(path, recover.Booted(&recover.VerifyOptions{}, recover.TestBoot))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue
@@ -63,10 +64,10 @@ func TestVerifyDuringGrowth(t *testing.T) {
 			t.Fatalf("Verify: %v", err)
 		}
 		verifies++
-		if r.State >= Damaged {
+		if r.State >= recover.Damaged {
 			bad++
 			if bad <= 3 {
-				dumpReport(t, r)
+				recover.DumpReport(t, r)
 			}
 		}
 	}

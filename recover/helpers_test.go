@@ -10,11 +10,20 @@ import (
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/regionhook"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
 
 const testBoot = "boot-test-1"
+
+// booted attaches the boot identity boot (internal/testknobs) to the
+// options o, of scaling or recover, and returns o: a handle or a call made
+// with another boot's id sees a file left dirty as after a reboot.
+func booted[T any](o *T, boot string) *T {
+	testknobs.Set(o, &testknobs.Knobs{BootID: boot})
+	return o
+}
 
 func key(i int) []byte { return []byte(fmt.Sprintf("key-%08d", i)) }
 
@@ -23,7 +32,7 @@ func key(i int) []byte { return []byte(fmt.Sprintf("key-%08d", i)) }
 func newFile(t testing.TB, capacity uint64, layout counting4.Layout, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: capacity, ErrorRate: 0.01, Layout: layout, Seed: 42, BootID: testBoot, Reserve: 1 << 30})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: capacity, ErrorRate: 0.01, Layout: layout, Seed: 42, Reserve: 1 << 30}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +73,7 @@ func sum256(t testing.TB, path string) [32]byte {
 
 func verifyT(t testing.TB, path string) *Report {
 	t.Helper()
-	r, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+	r, err := VerifyWithOptions(path, booted(&VerifyOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,15 +175,15 @@ func TestHostileFiles(t *testing.T) {
 					t.Fatalf("%s changed the file", what)
 				}
 			}
-			rep, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+			rep, err := VerifyWithOptions(path, booted(&VerifyOptions{}, testBoot))
 			if tc.verr != nil {
 				if !errors.Is(err, tc.verr) {
 					t.Fatalf("Verify: %v, want %v", err, tc.verr)
 				}
-				if _, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot}); err == nil {
+				if _, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot)); err == nil {
 					t.Fatal("Open succeeded")
 				}
-				if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, tc.verr) {
+				if _, err := Repair(path, booted(&RepairOptions{}, testBoot)); !errors.Is(err, tc.verr) {
 					t.Fatalf("Repair: %v, want %v", err, tc.verr)
 				}
 				return
@@ -204,7 +204,7 @@ func TestHostileFiles(t *testing.T) {
 					t.Errorf("finding not located: %v", f)
 				}
 			}
-			f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+			f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 			if tc.openOK != (err == nil) {
 				t.Fatalf("Open: %v (want success: %v)", err, tc.openOK)
 			}
@@ -215,20 +215,20 @@ func TestHostileFiles(t *testing.T) {
 			}
 			unchanged("Open")
 			if !tc.openOK {
-				if _, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot}); err == nil {
+				if _, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot)); err == nil {
 					t.Fatal("read-write Open succeeded")
 				}
 				unchanged("a refused read-write Open")
 			}
 
-			got, err := Repair(path, &RepairOptions{BootID: testBoot})
+			got, err := Repair(path, booted(&RepairOptions{}, testBoot))
 			switch tc.repair {
 			case refuse:
 				if err == nil {
 					t.Fatalf("Repair succeeded: %s", got.State)
 				}
 				unchanged("a refused Repair")
-				if _, err := Rebuild(path, hostileSource, &RepairOptions{BootID: testBoot}); err == nil {
+				if _, err := Rebuild(path, hostileSource, booted(&RepairOptions{}, testBoot)); err == nil {
 					t.Fatal("Rebuild succeeded")
 				}
 				unchanged("a refused Rebuild")
@@ -245,7 +245,7 @@ func TestHostileFiles(t *testing.T) {
 					if got.State == Clean {
 						t.Fatal("Repair made it clean without the data")
 					}
-					if got, err = Rebuild(path, hostileSource, &RepairOptions{BootID: testBoot}); err != nil {
+					if got, err = Rebuild(path, hostileSource, booted(&RepairOptions{}, testBoot)); err != nil {
 						t.Fatalf("Rebuild: %v", err)
 					}
 				}
@@ -258,7 +258,7 @@ func TestHostileFiles(t *testing.T) {
 					dumpReport(t, after)
 					t.Fatalf("Verify after repair: %s", after.State)
 				}
-				f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+				f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 				if err != nil {
 					t.Fatalf("Open after repair: %v", err)
 				}

@@ -188,7 +188,7 @@ func simBase(t *testing.T, lay counting4.Layout, capacity uint64, keys [][]byte)
 	t.Helper()
 	r := newCrashRegion()
 	r.reset(nil, rand.New(rand.NewSource(1)))
-	f, err := createRegion(r, &scaling.Options{Capacity: capacity, ErrorRate: 0.05, Layout: lay, Seed: 5, BootID: testBoot})
+	f, err := createRegion(r, booted(&scaling.Options{Capacity: capacity, ErrorRate: 0.05, Layout: lay, Seed: 5}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := scaling.Open(killWriters.Env("PATH"), &scaling.OpenOptions{AllowUnclean: true, BootID: testBoot})
+	f, err := scaling.Open(killWriters.Env("PATH"), booted(&scaling.OpenOptions{AllowUnclean: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func killTemplate(t *testing.T, lay counting4.Layout) []byte {
 		return b
 	}
 	path := filepath.Join(t.TempDir(), "template.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: killCapacity, ErrorRate: 0.01, Layout: lay, Seed: killSeed, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: killCapacity, ErrorRate: 0.01, Layout: lay, Seed: killSeed}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestKillWritersThenRepair(t *testing.T) {
 			dumpReport(t, before)
 			t.Fatalf("trial %d: after kill -9 on this boot, verify says %s", trial, before.State)
 		}
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+		rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 		if err != nil {
 			t.Fatalf("trial %d: repair: %v", trial, err)
 		}
@@ -230,7 +230,7 @@ func TestKillWritersThenRepair(t *testing.T) {
 				t.Fatalf("trial %d: an ambiguous repair left %s", trial, after.State)
 			}
 			checkNoFalseNegatives(t, trial, path, done, pending)
-			if rep, err = Rebuild(path, killSource(done), &RepairOptions{BootID: testBoot}); err != nil {
+			if rep, err = Rebuild(path, killSource(done), booted(&RepairOptions{}, testBoot)); err != nil {
 				t.Fatalf("trial %d: rebuild: %v", trial, err)
 			}
 			after = verifyT(t, path)
@@ -289,7 +289,7 @@ func killSource(done []killOp) Source {
 // checkNoFalseNegatives opens the file as it is (unclean) and checks every
 // key whose Add returned and whose Remove did not start.
 func checkNoFalseNegatives(t *testing.T, trial int, path string, done, pending []killOp) {
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, testBoot))
 	if err != nil {
 		t.Fatalf("trial %d: %v", trial, err)
 	}
@@ -392,7 +392,7 @@ func checkReplay(t *testing.T, trial int, path string, done, pending []killOp) {
 			trial, len(diff), fileItems, items, len(pending))
 	}
 	// No false negative.
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatalf("trial %d: open after repair: %v", trial, err)
 	}

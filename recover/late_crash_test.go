@@ -18,7 +18,7 @@ import (
 func lateChainFile(t *testing.T, flushLate bool) (path string, rows []lateRow, beforeLate []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "r.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.01, GrowthFactor: 1, Seed: 7, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 100, ErrorRate: 0.01, GrowthFactor: 1, Seed: 7}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func lateChainFile(t *testing.T, flushLate bool) (path string, rows []lateRow, b
 // checkPresent opens path and fails for every row it does not contain.
 func checkPresent(t *testing.T, path string, rows []lateRow) {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func checkPresent(t *testing.T, path string, rows []lateRow) {
 func TestRebuildAfterRangeShrink(t *testing.T) {
 	path, rows, _ := lateChainFile(t, true)
 	// Remove every row of filter 1 with id >= 150 (not LATE) from the store and the source.
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +94,12 @@ func TestRebuildAfterRangeShrink(t *testing.T) {
 	f.Flush()
 	f.Close()
 	putWord(t, path, header.FilterLineOffset(1)+header.FilterReservedOffset, 1)
-	if _, err := Rebuild(path, rowsSource(keep), &RepairOptions{BootID: testBoot}); err != nil {
+	if _, err := Rebuild(path, rowsSource(keep), booted(&RepairOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	checkPresent(t, path, keep)
 	putWord(t, path, header.FilterLineOffset(2)+header.FilterReservedOffset, 1)
-	rep, err := Rebuild(path, rowsSource(keep), &RepairOptions{BootID: testBoot})
+	rep, err := Rebuild(path, rowsSource(keep), booted(&RepairOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestRebuildAfterLostIndexPage(t *testing.T) {
 	d := m.Filters[len(m.Filters)-1]
 	copy(b[d.IndexOffset():d.IndexOffset()+d.IndexBytes()], snap[d.IndexOffset():])
 	os.WriteFile(path, b, 0o644)
-	rep, err := Rebuild(path, rowsSource(rows), &RepairOptions{BootID: "boot-after-crash"})
+	rep, err := Rebuild(path, rowsSource(rows), booted(&RepairOptions{}, "boot-after-crash"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func lateFile(t *testing.T) (string, []lateRow) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "late.dbl")
 	const capacity, writers, n = 200, 3, 1500
-	f, err := scaling.Create(path, &scaling.Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 7, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: capacity, ErrorRate: 0.05, GrowthFactor: 2, Seed: 7}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func removeAll(t *testing.T, path string, rows []lateRow) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRebuildKeepsLateAdds(t *testing.T) {
 				dumpReport(t, r)
 				t.Fatalf("garbage lines: state %v, want corrupt", r.State)
 			}
-			rep, err := Rebuild(path, rowsSource(rows), &RepairOptions{BootID: testBoot})
+			rep, err := Rebuild(path, rowsSource(rows), booted(&RepairOptions{}, testBoot))
 			if err != nil || rep.State != Clean {
 				t.Fatalf("Rebuild: %v, %v", err, rep)
 			}
@@ -155,7 +155,7 @@ func TestLateAddsSurviveRepair(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatalf("state %v, want clean", r.State)
 	}
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); err != nil {
+	if _, err := Repair(path, booted(&RepairOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	removeAll(t, path, rows)
@@ -202,7 +202,7 @@ func TestRepairEndsCutShortLateAdd(t *testing.T) {
 				dumpReport(t, r)
 				t.Fatalf("state %v, want interrupted", r.State)
 			}
-			rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+			rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 			if err != nil || rep.State != Clean {
 				t.Fatalf("Repair: %v, %v", err, rep)
 			}
@@ -225,7 +225,7 @@ func TestRepairEndsCutShortLateAdd(t *testing.T) {
 // and file offset, and filter 1's item count.
 func lateEntryFile(t *testing.T, path string) (b []byte, d header.FilterDesc, kh uint64, fp uint32, s uint64, entry int64, items uint64) {
 	t.Helper()
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 100, ErrorRate: 0.05, GrowthFactor: 1, Seed: 3}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func mustReadFile(t *testing.T, path string) []byte {
 func TestBackupKeepsLateAdds(t *testing.T) {
 	path, rows := lateFile(t)
 	dst := filepath.Join(t.TempDir(), "copy.dbl")
-	if _, err := Backup(context.Background(), path, dst, &BackupOptions{BootID: testBoot}); err != nil {
+	if _, err := Backup(context.Background(), path, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if r := verifyT(t, dst); r.State != Clean {
@@ -303,7 +303,7 @@ func TestRepairPutsBackClaimedLateEntry(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean {
 		t.Fatalf("Repair: %v, %v", err, rep)
 	}
@@ -311,7 +311,7 @@ func TestRepairPutsBackClaimedLateEntry(t *testing.T) {
 		t.Log(rep.Actions)
 		t.Fatalf("entry %#x after Repair, want the pair's fingerprint %#x back", got, fp)
 	}
-	g, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	g, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestOpenNeverRepairs(t *testing.T) {
 		boot string
 		want scaling.Condition
 	}{{testBoot, scaling.Interrupted}, {"another-boot", scaling.Dirty}} {
-		_, err := scaling.Open(path, &scaling.OpenOptions{BootID: tc.boot})
+		_, err := scaling.Open(path, booted(&scaling.OpenOptions{}, tc.boot))
 		var se *scaling.StateError
 		if !errors.As(err, &se) || se.Condition != tc.want || !errors.Is(err, scaling.ErrUnclean) {
 			t.Fatalf("Open (boot %s): %v, want a StateError %v", tc.boot, err, tc.want)
@@ -60,7 +60,7 @@ func TestOpenNeverRepairs(t *testing.T) {
 		if sum256(t, path) != before {
 			t.Fatalf("a refused Open (boot %s) changed the file", tc.boot)
 		}
-		f, err := scaling.Open(path, &scaling.OpenOptions{BootID: tc.boot, AllowUnclean: true, ReadOnly: true})
+		f, err := scaling.Open(path, booted(&scaling.OpenOptions{AllowUnclean: true, ReadOnly: true}, tc.boot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +75,11 @@ func TestOpenNeverRepairs(t *testing.T) {
 	if r := verifyT(t, path); r.State != Interrupted {
 		t.Fatalf("after the refused opens, verify says %s", r.State)
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean {
 		t.Fatalf("Repair: %v, %v", err, rep)
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatalf("Open after Repair: %v", err)
 	}

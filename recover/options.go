@@ -1,6 +1,10 @@
 package recover
 
-import "time"
+import (
+	"time"
+
+	"github.com/dablooms/dablooms/internal/testknobs"
+)
 
 // RepairOptions configure Repair and Rebuild. A nil *RepairOptions means the
 // zero value.
@@ -28,16 +32,17 @@ type RepairOptions struct {
 	// DryRun does everything but replace the file (or write Output): the
 	// returned report is that of the file a real run would write.
 	DryRun bool
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
 
-// VerifyOptions configure VerifyWithOptions.
+// VerifyOptions configure VerifyWithOptions. The zero value means the
+// defaults.
 type VerifyOptions struct {
-	// BootID overrides the machine's boot identity (tests).
-	BootID string
 	// Quick skips the page checksums of a version 1.4 file (reading every
 	// page of the file): only the structure, the counters' sums and their
 	// saturation are checked.
 	Quick bool
+
+	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }

@@ -17,7 +17,7 @@ import (
 func overlapFile(t *testing.T) (b []byte, m *header.Meta, line1 int64) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "o.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 100, ErrorRate: 0.01, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 100, ErrorRate: 0.01}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func sumsBase(t *testing.T, hot bool) *baseFile {
 // verifyBytes verifies a file image in memory.
 func verifyBytes(t testing.TB, b []byte) (*analysis, *Report) {
 	t.Helper()
-	a, err := analyze(bytesImage(b), currentBoot(testBoot), nil)
+	a, err := analyze(bytesImage(b), parseBootID(testBoot), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestPageSumQuickSkipsPages(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot})
+	r, err := VerifyWithOptions(path, booted(&VerifyOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestPageSumQuickSkipsPages(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatal("full verify: no page checksum finding")
 	}
-	q, err := VerifyWithOptions(path, &VerifyOptions{BootID: testBoot, Quick: true})
+	q, err := VerifyWithOptions(path, booted(&VerifyOptions{Quick: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestPageSumRebuildRepairs(t *testing.T) {
 		t.Fatal("the damaged page is not reported")
 	}
 	// Repair without a source: the filter stays listed for Rebuild.
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); err != nil {
+	if _, err := Repair(path, booted(&RepairOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	r = verifyT(t, path)
@@ -229,7 +229,7 @@ func TestPageSumRebuildRepairs(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := Rebuild(path, src, &RepairOptions{BootID: testBoot}); err != nil {
+	if _, err := Rebuild(path, src, booted(&RepairOptions{}, testBoot)); err != nil {
 		t.Fatal(err)
 	}
 	if r := verifyT(t, path); r.State != Clean || len(r.NeedsRebuild) != 0 {
@@ -263,7 +263,7 @@ func TestUpgradeAddsPageSums(t *testing.T) {
 		t.Run(fixture, func(t *testing.T) {
 			dir := t.TempDir()
 			path := copyFile(t, filepath.Join("..", "scaling", "testdata", fixture), dir)
-			f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+			f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func TestUpgradeAddsPageSums(t *testing.T) {
 					t.Fatal("the file to upgrade has check pages")
 				}
 			}
-			rep, err := Upgrade(path, &RepairOptions{BootID: testBoot, NoBackup: true})
+			rep, err := Upgrade(path, booted(&RepairOptions{NoBackup: true}, testBoot))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func TestUpgradeAddsPageSums(t *testing.T) {
 				dumpReport(t, r)
 				t.Fatalf("after upgrade: %v", r.State)
 			}
-			g, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+			g, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 			if err != nil {
 				t.Fatal(err)
 			}

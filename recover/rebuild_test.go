@@ -23,7 +23,7 @@ func chainCrash(t *testing.T, seed int64, garbage bool) ([]byte, map[int]bool) {
 	rng := rand.New(rand.NewSource(seed))
 	r := newCrashRegion()
 	r.reset(nil, rng)
-	f, err := createRegion(r, &scaling.Options{Capacity: 64, GrowthFactor: 1, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 11, BootID: bootBefore})
+	f, err := createRegion(r, booted(&scaling.Options{Capacity: 64, GrowthFactor: 1, ErrorRate: 0.05, Layout: counting4.Classic, Seed: 11}, bootBefore))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRebuildTargeted(t *testing.T) {
 		if err := os.WriteFile(path, img, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		before, err := VerifyWithOptions(path, &VerifyOptions{BootID: bootAfter})
+		before, err := VerifyWithOptions(path, booted(&VerifyOptions{}, bootAfter))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,11 +84,11 @@ func TestRebuildTargeted(t *testing.T) {
 		if len(before.NeedsRebuild) != 2 || before.NeedsRebuild[0] != 6 || before.NeedsRebuild[1] != 7 {
 			t.Fatalf("seed %d: needs rebuild %v, want [6 7]", seed, before.NeedsRebuild)
 		}
-		if _, err := scaling.Open(path, &scaling.OpenOptions{BootID: bootAfter}); !errors.Is(err, scaling.ErrUnclean) {
+		if _, err := scaling.Open(path, booted(&scaling.OpenOptions{}, bootAfter)); !errors.Is(err, scaling.ErrUnclean) {
 			t.Fatalf("seed %d: Open of a dirty file: %v, want ErrUnclean", seed, err)
 		}
 		var calls [][2]uint64
-		rep, err := Rebuild(path, truthSource(truth, &calls), &RepairOptions{BootID: bootAfter})
+		rep, err := Rebuild(path, truthSource(truth, &calls), booted(&RepairOptions{}, bootAfter))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestRebuildTargeted(t *testing.T) {
 		if err != nil || string(bak) != string(img) {
 			t.Fatalf("seed %d: the backup is not the original (%v)", seed, err)
 		}
-		f, err := scaling.Open(path, &scaling.OpenOptions{BootID: bootAfter})
+		f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, bootAfter))
 		if err != nil {
 			t.Fatalf("seed %d: open after rebuild: %v", seed, err)
 		}
@@ -174,7 +174,7 @@ func TestRebuildTruncated(t *testing.T) {
 		t.Fatalf("truncated: state %v, needs rebuild %v", r.State, r.NeedsRebuild)
 	}
 	out := filepath.Join(t.TempDir(), "out.dbl")
-	rep, err := Rebuild(path, keysSource(500), &RepairOptions{BootID: testBoot, Output: out})
+	rep, err := Rebuild(path, keysSource(500), booted(&RepairOptions{Output: out}, testBoot))
 	if err != nil || rep.State != Clean {
 		dumpReport(t, rep)
 		t.Fatalf("Rebuild: %v, %v", err, rep)
@@ -182,7 +182,7 @@ func TestRebuildTruncated(t *testing.T) {
 	if st2, err := os.Stat(out); err != nil || st2.Size() != st.Size() {
 		t.Fatalf("rebuilt file: %v, %v bytes, want %d", err, st2, st.Size())
 	}
-	f, err := scaling.Open(out, &scaling.OpenOptions{BootID: testBoot, ReadOnly: true})
+	f, err := scaling.Open(out, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

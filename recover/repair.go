@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -61,13 +62,12 @@ func RebuildContext(ctx context.Context, path string, src Source, o *RepairOptio
 	return run(ctx, path, src, o)
 }
 
-// hook, if set, is called at each step of run; an error stops the run there
-// as a crash would, leaving whatever temporary file exists (tests).
-var hook func(step string) error
-
-func step(name string) error {
-	if hook != nil {
-		return hook(name)
+// step runs the knobs' RecoverStep (tests) at the step name of a call; an
+// error stops the call there as a crash would, leaving whatever temporary
+// file exists.
+func step(k *testknobs.Knobs, name string) error {
+	if k != nil && k.RecoverStep != nil {
+		return k.RecoverStep(name)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func runWith(ctx context.Context, path string, src Source, o *RepairOptions, upg
 	if opt.NoBackup && opt.Backup != "" {
 		return nil, fmt.Errorf("%w: RepairOptions.Backup %q with NoBackup: keep a backup or none", scaling.ErrInvalidOption, opt.Backup)
 	}
-	boot := currentBoot(opt.BootID)
+	boot := currentBoot(opt.knobs)
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
 	}
@@ -192,7 +192,7 @@ type original struct {
 // backup (for a repair in place) and renames the copy over target. It
 // returns the report of the copy.
 func replace(ctx context.Context, orig *original, p *patch, target string, boot bootID, opt *RepairOptions) (*Report, error) {
-	r, err := newReplacement(target)
+	r, err := newReplacement(target, opt.knobs)
 	if err != nil {
 		return nil, err
 	}
@@ -244,14 +244,15 @@ type replacement struct {
 	tmp  *os.File
 	name string
 	keep bool // the temporary file was renamed, or a test crashed the run
+	tk   *testknobs.Knobs
 }
 
-func newReplacement(target string) (*replacement, error) {
+func newReplacement(target string, k *testknobs.Knobs) (*replacement, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".repair-*")
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}
-	return &replacement{tmp: tmp, name: tmp.Name()}, nil
+	return &replacement{tmp: tmp, name: tmp.Name(), tk: k}, nil
 }
 
 // cleanup closes the temporary file and removes it unless it is kept.
@@ -269,7 +270,7 @@ func (r *replacement) fail(e error) error {
 // step is the package's step; an error keeps the temporary file, as a crash
 // would.
 func (r *replacement) step(name string) error {
-	err := step(name)
+	err := step(r.tk, name)
 	if err != nil {
 		r.keep = true
 	}
@@ -337,7 +338,7 @@ func (r *replacement) install(target string) error {
 		return fmt.Errorf("recover: %w", e)
 	}
 	r.keep = true
-	if err := step("renamed"); err != nil {
+	if err := step(r.tk, "renamed"); err != nil {
 		return err
 	}
 	if e := mmapfile.SyncDir(filepath.Dir(target)); e != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -23,14 +24,13 @@ func TestRepairInterruptedAtEachStep(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			path := interruptedFile(t)
 			old := sum256(t, path)
-			hook = func(s string) error {
+			crash := func(s string) error {
 				if s == at {
 					return errCrash
 				}
 				return nil
 			}
-			_, err := Repair(path, &RepairOptions{BootID: testBoot})
-			hook = nil
+			_, err := Repair(path, withKnobs(&RepairOptions{}, &testknobs.Knobs{BootID: testBoot, RecoverStep: crash}))
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("Repair: %v", err)
 			}
@@ -47,7 +47,7 @@ func TestRepairInterruptedAtEachStep(t *testing.T) {
 			default:
 				t.Fatalf("the file is neither the old one nor a clean new one: %s", r.State)
 			}
-			rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+			rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 			if err != nil || rep.State != Clean || verifyT(t, path).State != Clean {
 				t.Fatalf("Repair after the crash: %v %v", err, rep)
 			}
@@ -61,7 +61,7 @@ func TestRepairOptions(t *testing.T) {
 		path := interruptedFile(t)
 		old := sum256(t, path)
 		out := filepath.Join(t.TempDir(), "out.dbl")
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out})
+		rep, err := Repair(path, booted(&RepairOptions{Output: out}, testBoot))
 		if err != nil || rep.State != Clean || rep.Path != out || !rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
@@ -82,7 +82,7 @@ func TestRepairOptions(t *testing.T) {
 		if err := os.WriteFile(bak, []byte("stale"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Repair(path, &RepairOptions{BootID: testBoot, Backup: bak}); err != nil {
+		if _, err := Repair(path, booted(&RepairOptions{Backup: bak}, testBoot)); err != nil {
 			t.Fatal(err)
 		}
 		if sum256(t, bak) != old {
@@ -95,7 +95,7 @@ func TestRepairOptions(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		path := interruptedFile(t)
 		old := sum256(t, path)
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+		rep, err := Repair(path, booted(&RepairOptions{DryRun: true}, testBoot))
 		if err != nil || rep.State != Clean || len(rep.Actions) == 0 || rep.Written {
 			t.Fatalf("dry run: %v %v", err, rep)
 		}
@@ -110,7 +110,7 @@ func TestRepairOptions(t *testing.T) {
 	t.Run("nothing to do", func(t *testing.T) {
 		path := newFile(t, 1000, counting4.Classic, 20)
 		old := sum256(t, path)
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+		rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 		if err != nil || rep.State != Clean || rep.Written {
 			t.Fatalf("Repair: %v %v", err, rep)
 		}
@@ -127,7 +127,7 @@ func TestRepairOptions(t *testing.T) {
 			if !live {
 				withoutLiveReplace(t, path)
 			}
-			rep, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true})
+			rep, err := Repair(path, booted(&RepairOptions{NoBackup: true}, testBoot))
 			if err != nil || rep.State != Clean || rep.Backup != "" || !rep.Written {
 				t.Fatalf("Repair with NoBackup (live %v): %v, backup %q, written %v", live, err, rep.Backup, rep != nil && rep.Written)
 			}
@@ -138,7 +138,7 @@ func TestRepairOptions(t *testing.T) {
 		}
 		path := interruptedFile(t)
 		old := sum256(t, path)
-		if _, err := Repair(path, &RepairOptions{BootID: testBoot, NoBackup: true, Backup: path + ".old"}); !errors.Is(err, scaling.ErrInvalidOption) {
+		if _, err := Repair(path, booted(&RepairOptions{NoBackup: true, Backup: path + ".old"}, testBoot)); !errors.Is(err, scaling.ErrInvalidOption) {
 			t.Fatalf("Backup with NoBackup: %v, want ErrInvalidOption", err)
 		}
 		if sum256(t, path) != old {
@@ -160,7 +160,7 @@ func TestRepairOptions(t *testing.T) {
 func TestRepairBusy(t *testing.T) {
 	path := interruptedFile(t)
 	withoutLiveReplace(t, path)
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot, AllowUnclean: true})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{AllowUnclean: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRepairBusy(t *testing.T) {
 		t.Fatalf("Verify sees %d live slots, want 1", live)
 	}
 	start := time.Now()
-	_, err = Repair(path, &RepairOptions{BootID: testBoot})
+	_, err = Repair(path, booted(&RepairOptions{}, testBoot))
 	if !errors.Is(err, ErrBusy) || time.Since(start) > time.Second {
 		t.Fatalf("Repair of a file in use: %v after %v", err, time.Since(start))
 	}
@@ -186,7 +186,7 @@ func TestRepairBusy(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		f.Close()
 	}()
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot, Wait: 5 * time.Second})
+	rep, err := Repair(path, booted(&RepairOptions{Wait: 5 * time.Second}, testBoot))
 	if err != nil || rep.State != Clean {
 		t.Fatalf("Repair with Wait: %v %v", err, rep)
 	}
@@ -234,26 +234,26 @@ func TestRepairRefusesOpenReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, ErrBusy) {
+	if _, err := Repair(path, booted(&RepairOptions{}, testBoot)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Repair with a reader open: %v, want ErrBusy", err)
 	}
 	if r := verifyT(t, path); r.State != Damaged {
 		t.Fatalf("Verify with a reader open: %v", r.State)
 	}
 	out := filepath.Join(t.TempDir(), "out.dbl")
-	if rep, err := Repair(path, &RepairOptions{BootID: testBoot, Output: out}); err != nil || rep.State != Clean {
+	if rep, err := Repair(path, booted(&RepairOptions{Output: out}, testBoot)); err != nil || rep.State != Clean {
 		t.Fatalf("Repair into Output with a reader open: %v, %v", err, rep)
 	}
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true}); err != nil {
+	if _, err := Repair(path, booted(&RepairOptions{DryRun: true}, testBoot)); err != nil {
 		t.Fatalf("dry run with a reader open: %v", err)
 	}
 	// Neither Verify, the dry run nor Output took the open lock: a
 	// repair in place is still refused while the reader is open.
-	if _, err := Repair(path, &RepairOptions{BootID: testBoot}); !errors.Is(err, ErrBusy) {
+	if _, err := Repair(path, booted(&RepairOptions{}, testBoot)); !errors.Is(err, ErrBusy) {
 		t.Fatalf("second Repair with a reader open: %v, want ErrBusy", err)
 	}
 	reader.Close()
-	if rep, err := Repair(path, &RepairOptions{BootID: testBoot}); err != nil || rep.State != Clean {
+	if rep, err := Repair(path, booted(&RepairOptions{}, testBoot)); err != nil || rep.State != Clean {
 		t.Fatalf("Repair after the reader closed: %v, %v", err, rep)
 	}
 }
@@ -278,7 +278,7 @@ func TestRepairStaleReplacedWord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot}); err == nil {
+	if c, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot)); err == nil {
 		c.Close()
 		t.Fatal("Open accepts the damaged file: the test shows nothing")
 	}
@@ -295,11 +295,11 @@ func TestRepairStaleReplacedWord(t *testing.T) {
 		return false
 	}
 	before := sum256(t, path)
-	dry, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+	dry, err := Repair(path, booted(&RepairOptions{DryRun: true}, testBoot))
 	if err != nil || !says(dry) || sum256(t, path) != before {
 		t.Fatalf("dry run: %v; actions %q; file changed: %v", err, dry.Actions, sum256(t, path) != before)
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestRepairStaleReplacedWord(t *testing.T) {
 		dumpReport(t, rep)
 		t.Fatalf("Repair reports %s, backup %q, actions %q; want the word cleared", rep.State, rep.Backup, rep.Actions)
 	}
-	c, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	c, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatalf("after Repair: %v", err)
 	}
@@ -332,7 +332,7 @@ func TestRepairCleanFileNoFindings(t *testing.T) {
 	}
 	old := sum256(t, path)
 	for _, dry := range []bool{true, false} {
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: dry})
+		rep, err := Repair(path, booted(&RepairOptions{DryRun: dry}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func TestRepairCleanFileNoFindings(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatal("Verify does not report the word a dead rewrite left")
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || !replacedNote(rep) {
 		dumpReport(t, rep)
 		t.Fatalf("Repair does not report the word a dead rewrite left: %v", err)
@@ -393,7 +393,7 @@ func TestRepairSummarySaysWhatItDoes(t *testing.T) {
 		want   string // one of the words
 	}{{2, "drops 1 that had changed no counter yet"}, {7, "ends 1 cut-short operation exactly: "}} {
 		path := interruptedAfter(t, tc.budget)
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot, DryRun: true})
+		rep, err := Repair(path, booted(&RepairOptions{DryRun: true}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}

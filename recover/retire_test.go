@@ -18,7 +18,7 @@ import (
 
 // Retired filters and the ring directory (docs/FORMAT.md, version 1.2).
 
-var ringOpts = scaling.Options{Capacity: 32, GrowthFactor: 1, ErrorRate: 0.01, Layout: counting4.Blocked512, Seed: 7, BootID: testBoot, Reserve: 1 << 30}
+var ringOpts = scaling.Options{Capacity: 32, GrowthFactor: 1, ErrorRate: 0.01, Layout: counting4.Blocked512, Seed: 7, Reserve: 1 << 30}
 
 // ringFile creates a store whose chain is a ring: keys 1..n, key i with id
 // i, go to filters of 32 items, and every step ids the filters wholly below
@@ -28,7 +28,7 @@ func ringFile(t testing.TB, n, window, step int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ring.dbl")
 	o := ringOpts
-	f, err := scaling.Create(path, &o)
+	f, err := scaling.Create(path, booted(&o, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func readMetaT(t testing.TB, path string) *header.Meta {
 // with id in [lo, hi] that it does not hold; it returns the store's stats.
 func checkWindow(t testing.TB, path string, lo, hi uint64, what string) scaling.Stats {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true}, testBoot))
 	if err != nil {
 		t.Fatalf("%s: open: %v", what, err)
 	}
@@ -88,7 +88,7 @@ func checkWindow(t testing.TB, path string, lo, hi uint64, what string) scaling.
 // missingIn counts the keys with ids in [lo, hi] the store at path lacks.
 func missingIn(t testing.TB, path string, lo, hi uint64) int {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestRingFile(t *testing.T) {
 	t.Run("repair clean file leaves it", func(t *testing.T) {
 		p := copyFile(t)
 		before := sum256(t, p)
-		rep, err := Repair(p, &RepairOptions{BootID: testBoot})
+		rep, err := Repair(p, booted(&RepairOptions{}, testBoot))
 		if err != nil || rep.State != Clean || rep.Backup != "" || sum256(t, p) != before {
 			t.Fatalf("repair of a clean ring file: %v, %v, backup %q, changed %v", err, rep.State, rep.Backup, sum256(t, p) != before)
 		}
@@ -159,7 +159,7 @@ func TestRingFile(t *testing.T) {
 			dumpReport(t, r)
 			t.Fatalf("the hint on entry %d is not reported", newest)
 		}
-		rep, err := Repair(p, &RepairOptions{BootID: testBoot})
+		rep, err := Repair(p, booted(&RepairOptions{}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestRingFile(t *testing.T) {
 		// them by their entries' salts.
 		p := copyFile(t)
 		const more = 3200
-		f, err := scaling.Open(p, &scaling.OpenOptions{BootID: testBoot})
+		f, err := scaling.Open(p, booted(&scaling.OpenOptions{}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestRingFile(t *testing.T) {
 			}
 		}
 		f.Close()
-		vo := &VerifyOptions{BootID: "boot-other"}
+		vo := booted(&VerifyOptions{}, "boot-other")
 		before, err := VerifyWithOptions(p, vo)
 		if err != nil {
 			t.Fatal(err)
@@ -216,13 +216,13 @@ func TestRingFile(t *testing.T) {
 		newLo := checkWindowUnclean(t, p)
 		// Negative control: without the source the lost keys stay lost.
 		ctl := filepath.Join(t.TempDir(), "ctl.dbl")
-		if _, err := Rebuild(p, func(uint64, uint64, func([]byte, uint64) error) error { return nil }, &RepairOptions{BootID: "boot-other", Output: ctl}); err != nil {
+		if _, err := Rebuild(p, func(uint64, uint64, func([]byte, uint64) error) error { return nil }, booted(&RepairOptions{Output: ctl}, "boot-other")); err != nil {
 			t.Fatal(err)
 		}
 		if missingIn(t, ctl, newLo, more) == 0 {
 			t.Fatalf("negative control: an empty source lost no key, so the test cannot tell a rebuild from none")
 		}
-		rep, err := Rebuild(p, keysSource(more), &RepairOptions{BootID: "boot-other"})
+		rep, err := Rebuild(p, keysSource(more), booted(&RepairOptions{}, "boot-other"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestRingFile(t *testing.T) {
 	t.Run("backup", func(t *testing.T) {
 		p := copyFile(t)
 		dst := filepath.Join(t.TempDir(), "copy.dbl")
-		if _, err := Backup(context.Background(), p, dst, &BackupOptions{BootID: testBoot}); err != nil {
+		if _, err := Backup(context.Background(), p, dst, booted(&BackupOptions{}, testBoot)); err != nil {
 			t.Fatal(err)
 		}
 		if r := verifyT(t, dst); r.State != Clean {
@@ -255,7 +255,7 @@ func TestRingFile(t *testing.T) {
 // store at path.
 func checkWindowUnclean(t testing.TB, path string) uint64 {
 	t.Helper()
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestRetireCutShort(t *testing.T) {
 				putWord(t, path, off+header.RecChangedOffset, 3)
 				putWord(t, path, header.SlotOffset(5)+header.SlotOwnerOffset, 77)
 			}
-			g, openErr := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, BootID: testBoot})
+			g, openErr := scaling.Open(path, booted(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true}, testBoot))
 			if openErr == nil {
 				g.Close()
 			}
@@ -345,7 +345,7 @@ func TestRetireCutShort(t *testing.T) {
 				dumpReport(t, before)
 				t.Fatalf("verify: the dead record on retired entry %d is not reported", m.Filters[0].Slot)
 			}
-			rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+			rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -405,7 +405,7 @@ func TestRetireKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := scaling.Open(retireWriters.Env("PATH"), &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(retireWriters.Env("PATH"), booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestRetireKill(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "rkill.dbl")
 		o := ringOpts
-		f, err := scaling.Create(path, &o)
+		f, err := scaling.Create(path, booted(&o, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -475,12 +475,12 @@ func TestRetireKill(t *testing.T) {
 		if hasFinding(before, "retired", -1) {
 			cut++
 		}
-		rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+		rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 		if err != nil {
 			t.Fatalf("trial %d: repair: %v", trial, err)
 		}
 		if len(rep.NeedsRebuild) > 0 {
-			if rep, err = Rebuild(path, keysSource(last+1), &RepairOptions{BootID: testBoot}); err != nil {
+			if rep, err = Rebuild(path, keysSource(last+1), booted(&RepairOptions{}, testBoot)); err != nil {
 				t.Fatalf("trial %d: rebuild: %v", trial, err)
 			}
 		}

@@ -104,7 +104,7 @@ func TestSaturatedPageIsDamage(t *testing.T) {
 					t.Fatalf("finding gives no advice that works: %v", f)
 				}
 			}
-			rep, err := Rebuild(path, keysSource(n), &RepairOptions{BootID: testBoot, NoBackup: true})
+			rep, err := Rebuild(path, keysSource(n), booted(&RepairOptions{NoBackup: true}, testBoot))
 			if err != nil {
 				t.Fatalf("Rebuild: %v", err)
 			}
@@ -148,7 +148,7 @@ type baseFile struct {
 func makeBase(t testing.TB, build func(f *scaling.Filter)) *baseFile {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "base.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: 3000, ErrorRate: 0.01, Seed: 7, BootID: testBoot})
+	f, err := scaling.Create(path, booted(&scaling.Options{Capacity: 3000, ErrorRate: 0.01, Seed: 7}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestSaturationNoFalseAlarm(t *testing.T) {
 	}
 	create := func(t *testing.T, capacity uint64, layout counting4.Layout) (*scaling.Filter, string) {
 		path := filepath.Join(t.TempDir(), "s.dbl")
-		f, err := scaling.Create(path, &scaling.Options{Capacity: capacity, ErrorRate: 0.01, Layout: layout, Seed: 3, BootID: testBoot})
+		f, err := scaling.Create(path, booted(&scaling.Options{Capacity: capacity, ErrorRate: 0.01, Layout: layout, Seed: 3}, testBoot))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report,
 		return nil, err
 	}
 	defer f.Close()
-	a, err := settledAnalysis(ctx, f, currentBoot(opt.BootID), opt.Quick)
+	a, err := settledAnalysis(ctx, f, currentBoot(opt.knobs), opt.Quick)
 	if err != nil {
 		return nil, fmt.Errorf("recover: verify %s: %w", path, err)
 	}
@@ -58,7 +58,7 @@ func VerifyContext(ctx context.Context, path string, o *VerifyOptions) (*Report,
 
 // verifySettle bounds how long Verify retries a file that another process
 // is growing.
-var verifySettle = 5 * time.Second
+const verifySettle = 5 * time.Second
 
 // settledAnalysis analyzes a file that other processes may be using. A
 // snapshot taken during a growth (docs/FORMAT.md, Protocol summary) can show

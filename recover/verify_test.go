@@ -75,7 +75,7 @@ func TestPendingAddsHint(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatalf("a pending-adds hint: state %v, want clean", r.State)
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean || wordAt(t, path, pending) != 0 {
 		t.Fatalf("Repair: %v, %v, pending word %#x after", err, rep, wordAt(t, path, pending))
 	}
@@ -88,7 +88,7 @@ func TestPendingAddsHint(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatalf("reserved word +56 set: state %v, want corrupt", r.State)
 	}
-	rep, err = Rebuild(path, keysSource(10), &RepairOptions{BootID: testBoot})
+	rep, err = Rebuild(path, keysSource(10), booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean || wordAt(t, path, pending) != 0 || wordAt(t, path, pending+24) != 0 {
 		t.Fatalf("Rebuild: %v, %v, pending word %#x, +56 %#x after", err, rep, wordAt(t, path, pending), wordAt(t, path, pending+24))
 	}
@@ -118,7 +118,7 @@ func TestTornFirstWiden(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatalf("torn first widening: state %v, rebuild %v, noted %v; want clean, none, a clean note on the id range", r.State, r.NeedsRebuild, noted)
 	}
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := Repair(path, booted(&RepairOptions{}, testBoot))
 	if err != nil || rep.State != Clean {
 		t.Fatalf("Repair: %v, %v", err, rep)
 	}
@@ -129,7 +129,7 @@ func TestTornFirstWiden(t *testing.T) {
 		dumpReport(t, r)
 		t.Fatalf("after Repair: state %v, %d findings; want clean, none", r.State, len(r.Findings))
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 	if err != nil {
 		t.Fatal(err)
 	}

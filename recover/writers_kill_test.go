@@ -1,4 +1,4 @@
-package recover
+package recover_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -76,7 +77,7 @@ func wkWriter() error {
 	}
 	p, nprocs, keys := wkWriters.EnvInt("PROC"), wkWriters.EnvInt("NPROCS"), wkWriters.EnvInt("KEYS")
 	skew, lag, ids := wkWriters.EnvInt("SKEW"), wkWriters.EnvInt("LAG"), wkWriters.Env("IDS")
-	f, err := scaling.Open(wkWriters.Env("PATH"), &scaling.OpenOptions{BootID: testBoot})
+	f, err := scaling.Open(wkWriters.Env("PATH"), recover.Booted(&scaling.OpenOptions{}, recover.TestBoot))
 	if err != nil {
 		return err
 	}
@@ -117,12 +118,12 @@ func TestWritersKillRepairRemove(t *testing.T) {
 	if testing.Short() {
 		trials = 3
 	}
-	trials = envInt("DABLOOMS_WKILL_TRIALS", trials)
+	trials = recover.EnvInt("DABLOOMS_WKILL_TRIALS", trials)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	start := time.Now()
 	var cut, ambiguous, notPresent, other, missing, removes int
-	states := map[State]int{}
+	states := map[recover.State]int{}
 	for trial := 0; trial < trials; trial++ {
 		w := wkWorkloads[trial%len(wkWorkloads)]
 		victim := trial % wkProcs
@@ -164,7 +165,7 @@ func TestWritersKillRepairRemove(t *testing.T) {
 type wkResult struct {
 	victimAdds                   int  // Adds of the victim that returned
 	cut                          bool // one more had started
-	before                       State
+	before                       recover.State
 	filters                      int
 	itemsBefore, left            uint64
 	removes, missing             int
@@ -178,7 +179,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "writers.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: wkCapacity, GrowthFactor: 2, ErrorRate: 0.01, BootID: testBoot})
+	f, err := scaling.Create(path, recover.Booted(&scaling.Options{Capacity: wkCapacity, GrowthFactor: 2, ErrorRate: 0.01}, recover.TestBoot))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,17 +218,17 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 
 	r := wkResult{victimAdds: int(ctl.Load(wkWord(victim, wkReturned)))}
 	r.cut = ctl.Load(wkWord(victim, wkStarted)) > uint64(r.victimAdds)
-	before := verifyT(t, path)
+	before := recover.VerifyT(t, path)
 	r.before = before.State
-	rep, err := Repair(path, &RepairOptions{BootID: testBoot})
+	rep, err := recover.Repair(path, recover.Booted(&recover.RepairOptions{}, recover.TestBoot))
 	if err != nil {
-		dumpReport(t, before)
+		recover.DumpReport(t, before)
 		t.Fatalf("trial %d: repair: %v", trial, err)
 	}
-	after := verifyT(t, path)
-	if after.State > Unflushed || len(after.NeedsRebuild) > 0 || rep.State > Unflushed {
-		dumpReport(t, before)
-		dumpReport(t, after)
+	after := recover.VerifyT(t, path)
+	if after.State > recover.Unflushed || len(after.NeedsRebuild) > 0 || rep.State > recover.Unflushed {
+		recover.DumpReport(t, before)
+		recover.DumpReport(t, after)
 		t.Fatalf("trial %d: after Repair the file is %s (needs rebuild: %v)", trial, after.State, after.NeedsRebuild)
 	}
 
@@ -244,7 +245,7 @@ func wkTrial(t *testing.T, trial int, w wkWorkload, victim, killAt int) wkResult
 			}
 		}
 	}
-	sf, err := scaling.Open(path, &scaling.OpenOptions{BootID: testBoot})
+	sf, err := scaling.Open(path, recover.Booted(&scaling.OpenOptions{}, recover.TestBoot))
 	if err != nil {
 		t.Fatalf("trial %d: open after Repair: %v", trial, err)
 	}

@@ -166,40 +166,65 @@ func TestExclusiveGrowth(t *testing.T) {
 // While an exclusive handle is open, the other writers of the file, in
 // this process or any other, wait for it (up to their LockTimeout) and then
 // go on; their lookups do not wait. Both add the same keys at the same
-// time, so a writer that did not wait would lose counts to the exclusive
-// handle's stores (no compare-and-swap): with the freeze skipped (the negative control)
-// the counters come out lower than those of the same Adds made one at a
-// time.
+// time: the shared handle's first Add must return only after the
+// exclusive handle closed, and no count may be lost to the exclusive
+// handle's stores (no compare-and-swap) against the same Adds made one at
+// a time. The negative control skips the freeze: the shared handle's Add
+// then returns while the exclusive handle is open, which the test waits
+// for (so it does not depend on the two goroutines overlapping) and the
+// same check must flag.
 func TestExclusiveHoldsOtherWriters(t *testing.T) {
 	requireFiles(t)
 	for _, control := range []bool{false, true} {
 		t.Run(map[bool]string{false: "exclusive", true: "control-no-freeze"}[control], func(t *testing.T) {
-			// The control needs a round or two to lose a count; the
-			// check, a few rounds to pass.
+			if control {
+				r := exclusiveRound(t, true)
+				if r.early == nil {
+					t.Fatal("the check did not flag the control's shared Add, which returned while the exclusive handle was open")
+				}
+				return
+			}
 			rounds := 3
 			if testing.Short() {
 				rounds = 1
 			}
-			if control {
-				rounds = 20
-			}
-			lost := false
-			for round := 0; round < rounds && !lost; round++ {
-				lost = exclusiveRound(t, control)
-				if !control && lost {
+			for round := 0; round < rounds; round++ {
+				r := exclusiveRound(t, false)
+				if r.early != nil {
+					t.Fatalf("round %d: %v", round, r.early)
+				}
+				if r.lost {
 					t.Fatalf("round %d: counts were lost with the exclusive handle holding the other writer", round)
 				}
-			}
-			if control && !lost {
-				t.Fatalf("the control lost no count in %d rounds: the check cannot see a writer that does not wait", rounds)
 			}
 		})
 	}
 }
 
+// exclusiveResult is what exclusiveRound saw.
+type exclusiveResult struct {
+	// early: the shared handle's first Add returned before the exclusive
+	// handle closed (nil: it waited).
+	early error
+	// lost: the counters are lower than those of the same Adds made one
+	// at a time (only checked when not a control).
+	lost bool
+}
+
+// waitedForClose reports an error if the shared handle's first Add
+// returned (at first) before the exclusive handle closed (at closedAt).
+func waitedForClose(first time.Time, closedAt int64) error {
+	if first.UnixNano() < closedAt {
+		return fmt.Errorf("the shared handle's first Add returned %v before the exclusive handle closed", time.Duration(closedAt-first.UnixNano()))
+	}
+	return nil
+}
+
 // exclusiveRound adds the same keys through an exclusive and a shared
-// handle at once and reports whether counts were lost.
-func exclusiveRound(t *testing.T, control bool) bool {
+// handle at once. With control (the exclusive handle without its freeze)
+// it waits, up to 30 s, for the shared handle's first Add to return
+// before the exclusive handle goes on, and does not compare counts.
+func exclusiveRound(t *testing.T, control bool) exclusiveResult {
 	const n = 20_000
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.dbl")
@@ -220,6 +245,11 @@ func exclusiveRound(t *testing.T, control bool) bool {
 	}
 	keys, ids := batchKeys("s", n)
 	var closedAt atomic.Int64
+	defer func() {
+		if closedAt.Load() == 0 { // a failure: let the shared handle go on
+			ex.Close()
+		}
+	}()
 	firstAdd := make(chan time.Time, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -234,6 +264,20 @@ func exclusiveRound(t *testing.T, control bool) bool {
 		}
 		done <- nil
 	}()
+	var first time.Time
+	if control {
+		select {
+		case first = <-firstAdd:
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the shared handle's Add: %v", err)
+			}
+			first = <-firstAdd // sent before done
+			done <- nil
+		case <-time.After(30 * time.Second):
+			t.Fatal("the control's shared Add did not return within 30 s beside the exclusive handle: the freeze was not skipped")
+		}
+	}
 	for i := range keys {
 		if err := ex.Add(keys[i], ids[i]); err != nil {
 			t.Fatal(err)
@@ -259,9 +303,11 @@ func exclusiveRound(t *testing.T, control bool) bool {
 		t.Fatal(err)
 	}
 	if !control {
-		if at := <-firstAdd; at.UnixNano() < closedAt.Load() {
-			t.Fatal("the shared handle's first Add returned before the exclusive handle closed")
-		}
+		first = <-firstAdd
+	}
+	res := exclusiveResult{early: waitedForClose(first, closedAt.Load())}
+	if control {
+		return res
 	}
 	// The same Adds, one at a time, in memory.
 	ref, err := NewMemory(o)
@@ -276,7 +322,8 @@ func exclusiveRound(t *testing.T, control bool) bool {
 			}
 		}
 	}
-	return !sameWords(counterWords(sh), counterWords(ref))
+	res.lost = !sameWords(counterWords(sh), counterWords(ref))
+	return res
 }
 
 // A second exclusive handle, a rewrite's freeze, and any writer whose

@@ -153,7 +153,7 @@ func Create(path string, opts *Options) (*Filter, error) {
 	}
 	f.path = path
 	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
-		BootID: o.BootID, knobs: o.knobs}
+		knobs: o.knobs}
 	if o.Exclusive {
 		// The file is at the path already: another handle may open it,
 		// or even replace it, before it is held.
@@ -251,7 +251,7 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 		m.Flags |= header.FlagPageSums
 	}
 	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
-	f.setBootID(o.BootID)
+	f.setBootID(knob(o.knobs).BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
 	}
@@ -394,7 +394,7 @@ func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error)
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}
-	f.setBootID(o.BootID)
+	f.setBootID(knob(o.knobs).BootID)
 	// Everything that reads the mapping during open runs under a fault
 	// guard: a file truncated underneath gives an error, not a SIGBUS.
 	var unclean *StateError

@@ -36,7 +36,7 @@ type ImportReport struct {
 // (growth factor 1, tightening ratio 0.5, which is the original's error
 // schedule), so the chain's bound still holds; filters appended later use the
 // native hash and the layout of opts (nil = defaults; only Layout, Seed,
-// Overwrite, Reserve, AllowNetworkFS, LockTimeout and BootID are used).
+// Overwrite, Reserve, AllowNetworkFS and LockTimeout are used).
 func ImportDablooms(newPath, oldPath string, capacity uint64, errorRate float64, opts *Options) (*Filter, *ImportReport, error) {
 	old, err := legacy.ReadScaling(oldPath, capacity, errorRate)
 	if err != nil {

@@ -61,8 +61,6 @@ type Options struct {
 	AllowNetworkFS bool
 	// LockTimeout bounds every wait for a cross-process lock (default 10 s).
 	LockTimeout time.Duration
-	// BootID overrides the machine's boot identity (tests of crash detection).
-	BootID string
 
 	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
 }
@@ -77,7 +75,6 @@ type OpenOptions struct {
 	Reserve        int64
 	AllowNetworkFS bool
 	LockTimeout    time.Duration
-	BootID         string
 	// Exclusive makes the handle the file's only writer until Close, for
 	// bulk loads and single-writer applications: its Add, Remove and
 	// AddBatch take less time than a shared handle's (the figures are in

@@ -10,16 +10,17 @@ import (
 // its own fields (tk; chain.legacy), and its steps read those: no test
 // switch is a package variable. They are not part of the API.
 func init() {
-	testknobs.Set = func(opts any, k *testknobs.Knobs) {
+	testknobs.Register(func(opts any, k *testknobs.Knobs) bool {
 		switch o := opts.(type) {
 		case *Options:
 			o.knobs = k
 		case *OpenOptions:
 			o.knobs = k
 		default:
-			panic("testknobs.Set: not a *scaling.Options or *scaling.OpenOptions")
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // failpoints returns the failpoints of k, if any.

@@ -46,12 +46,22 @@ func Writable(state, mark uint64) bool {
 
 // takeoverAfter is how long a writer waits for another's dirty mark to become
 // durable before making it durable itself (the other may have died).
-var takeoverAfter = 200 * time.Millisecond
+const takeoverAfter = 200 * time.Millisecond
 
 // Words are the shared words of the protocol.
 type Words struct {
 	State *uint64 // the state word
 	Disk  *uint64 // disk_seqnum
+
+	takeover time.Duration // the package's tests: takeoverAfter if 0
+}
+
+// takeoverWait is how long MarkDirty waits before taking over a mark.
+func (w Words) takeoverWait() time.Duration {
+	if w.takeover > 0 {
+		return w.takeover
+	}
+	return takeoverAfter
 }
 
 // MarkDirty makes the phase Dirty and the filter's mark word equal to the
@@ -60,12 +70,13 @@ type Words struct {
 // and before it is relied on. It returns the first sync error.
 func (w Words) MarkDirty(mark *uint64, onMark func(), sync func() error) error {
 	var waitStart time.Time
+	takeover := w.takeoverWait()
 	waited := func() bool {
 		if waitStart.IsZero() {
 			waitStart = time.Now()
 		}
 		runtime.Gosched()
-		return time.Since(waitStart) > takeoverAfter
+		return time.Since(waitStart) > takeover
 	}
 	for {
 		st := atomic.LoadUint64(w.State)

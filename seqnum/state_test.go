@@ -264,18 +264,12 @@ func TestAbortFlush(t *testing.T) {
 
 var errSync = errors.New("injected sync failure")
 
-func withTakeover(t *testing.T, d time.Duration) {
-	old := takeoverAfter
-	takeoverAfter = d
-	t.Cleanup(func() { takeoverAfter = old })
-}
-
 // TestSyncErrorThenTakeover: a writer whose mark sync fails leaves the
 // phase at Marking (nobody may rely on the mark); another writer waits
 // takeoverAfter, makes the mark durable itself, and goes on.
 func TestSyncErrorThenTakeover(t *testing.T) {
-	withTakeover(t, 40*time.Millisecond)
 	fx := newFixture(3, Clean)
+	fx.w.takeover = 40 * time.Millisecond
 	fx.disk = 10
 	fx.syncErr = errSync
 	if err := fx.mark(0); !errors.Is(err, errSync) {
@@ -296,9 +290,9 @@ func TestSyncErrorThenTakeover(t *testing.T) {
 	if err := fx.mark(1); err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el < takeoverAfter {
-		t.Fatalf("took over after %v, before takeoverAfter %v", el, takeoverAfter)
-	} else if el > takeoverAfter+2*time.Second {
+	if el := time.Since(start); el < fx.w.takeover {
+		t.Fatalf("took over after %v, before the takeover wait %v", el, fx.w.takeover)
+	} else if el > fx.w.takeover+2*time.Second {
 		t.Fatalf("took over only after %v", el)
 	}
 	if fx.syncs != syncs+1 {
@@ -316,8 +310,8 @@ func TestSyncErrorThenTakeover(t *testing.T) {
 // TestTakeoverSyncError: the writer taking over fails to sync too; the
 // phase stays Marking.
 func TestTakeoverSyncError(t *testing.T) {
-	withTakeover(t, 5*time.Millisecond)
 	fx := newFixture(3, Marking)
+	fx.w.takeover = 5 * time.Millisecond
 	fx.syncErr = errSync
 	if err := fx.mark(0); !errors.Is(err, errSync) {
 		t.Fatalf("MarkDirty = %v", err)
@@ -347,14 +341,14 @@ func TestFilterMarkSyncError(t *testing.T) {
 // TestPendingFilterMarkTakeover: a writer died while syncing a filter mark;
 // the next writer of that filter waits takeoverAfter and completes it.
 func TestPendingFilterMarkTakeover(t *testing.T) {
-	withTakeover(t, 20*time.Millisecond)
 	fx := newFixture(8, Dirty)
+	fx.w.takeover = 20 * time.Millisecond
 	fx.marks[1] = 8 | Pending
 	start := time.Now()
 	if err := fx.mark(1); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(start) < takeoverAfter || fx.syncs != 1 || fx.marks[1] != 8 {
+	if time.Since(start) < fx.w.takeover || fx.syncs != 1 || fx.marks[1] != 8 {
 		t.Fatalf("after %v: %d syncs, mark %#x", time.Since(start), fx.syncs, fx.marks[1])
 	}
 }
@@ -362,8 +356,8 @@ func TestPendingFilterMarkTakeover(t *testing.T) {
 // TestMarkingWaitsForMarker: a second writer does not take over while the
 // first one's sync completes within takeoverAfter.
 func TestMarkingWaitsForMarker(t *testing.T) {
-	withTakeover(t, time.Hour)
 	fx := newFixture(4, Clean)
+	fx.w.takeover = time.Hour
 	release := make(chan struct{})
 	var second atomic.Int32
 	var firstSyncs atomic.Int32

@@ -51,7 +51,7 @@ func runStress(t *testing.T, checkInFlight bool, dur time.Duration, stopOnViolat
 		wg          sync.WaitGroup
 	)
 	state = Pack(1, Clean)
-	w := Words{State: &state, Disk: &disk}
+	w := Words{State: &state, Disk: &disk, takeover: time.Millisecond}
 	syncFn := func() error {
 		// Sometimes slow, so that takeovers happen too.
 		if syncs.Add(1)%97 == 0 {
@@ -191,7 +191,6 @@ func check(mods []modLog, flushes []flushLog) stressResult {
 }
 
 func TestStressFlushVersusWriters(t *testing.T) {
-	withTakeover(t, time.Millisecond)
 	dur := 1500 * time.Millisecond
 	if testing.Short() {
 		dur = 300 * time.Millisecond
@@ -210,7 +209,6 @@ func TestStressFlushVersusWriters(t *testing.T) {
 // check for operations in flight must be caught by the same oracle;
 // otherwise the oracle proves nothing.
 func TestStressNegativeControl(t *testing.T) {
-	withTakeover(t, time.Millisecond)
 	r := runStress(t, false, 5*time.Second, true)
 	t.Logf("%d modifications, %d successful flushes, %d violations", len(r.mods), len(r.flushes), r.violations)
 	if r.violations == 0 {

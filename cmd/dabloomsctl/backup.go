@@ -96,9 +96,9 @@ func (a *app) runBackup(ctx context.Context, src, dest string, o *backupOptions)
 	if err := checkFile(src); err != nil {
 		return err
 	}
-	rep, err := recover.Backup(ctx, src, dest, &recover.BackupOptions{
-		Wait: o.wait, Hold: o.hold, Overwrite: o.force, LockTimeout: a.lockTimeout, BootID: a.bootID,
-	})
+	rep, err := recover.Backup(ctx, src, dest, withBootID(&recover.BackupOptions{
+		Wait: o.wait, Hold: o.hold, Overwrite: o.force, LockTimeout: a.lockTimeout,
+	}, a.bootID))
 	if errors.Is(err, recover.ErrNoQuietMoment) {
 		return fmt.Errorf("%w; stop the writers, or raise --wait or --hold", err)
 	}

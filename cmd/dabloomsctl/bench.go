@@ -94,7 +94,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	defer os.RemoveAll(tmpDir)
 	path := filepath.Join(tmpDir, "bench.dbl")
-	f, err := scaling.Create(path, &scaling.Options{Capacity: o.capacity, ErrorRate: o.errorRate, LockTimeout: a.lockTimeout, BootID: a.bootID})
+	f, err := scaling.Create(path, withBootID(&scaling.Options{Capacity: o.capacity, ErrorRate: o.errorRate, LockTimeout: a.lockTimeout}, a.bootID))
 	if err != nil {
 		return err
 	}

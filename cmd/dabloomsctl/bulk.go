@@ -79,7 +79,7 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 	if err := checkInput(o.from); err != nil {
 		return err
 	}
-	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockWait(), BootID: a.bootID, Exclusive: o.exclusive})
+	f, err := scaling.Open(path, withBootID(&scaling.OpenOptions{LockTimeout: a.lockWait(), Exclusive: o.exclusive}, a.bootID))
 	if err != nil {
 		return explain(path, err)
 	}

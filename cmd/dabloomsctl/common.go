@@ -23,14 +23,14 @@ import (
 
 // openRW opens a file for writing; it refuses an interrupted or dirty file.
 func (a *app) openRW(path string) (*scaling.Filter, error) {
-	f, err := scaling.Open(path, &scaling.OpenOptions{LockTimeout: a.lockWait(), BootID: a.bootID})
+	f, err := scaling.Open(path, withBootID(&scaling.OpenOptions{LockTimeout: a.lockWait()}, a.bootID))
 	return f, explain(path, err)
 }
 
 // openRO opens a file read-only, whatever its condition: it takes no writer
 // slot and never writes.
 func (a *app) openRO(path string) (*scaling.Filter, error) {
-	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, LockTimeout: a.lockWait(), BootID: a.bootID})
+	f, err := scaling.Open(path, withBootID(&scaling.OpenOptions{ReadOnly: true, AllowUnclean: true, LockTimeout: a.lockWait()}, a.bootID))
 	return f, explain(path, err)
 }
 

@@ -106,9 +106,9 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 		headroom = -1 // none (0 is the library's default)
 	}
 	ids := &idSpan{lo: math.MaxUint64}
-	rep, err := recover.Compact(path, a.compactSource(ctx, o.from, ids), &recover.CompactOptions{
-		Capacity: o.capacity, Headroom: headroom, Wait: o.wait, BootID: a.bootID,
-	})
+	rep, err := recover.Compact(path, a.compactSource(ctx, o.from, ids), withBootID(&recover.CompactOptions{
+		Capacity: o.capacity, Headroom: headroom, Wait: o.wait,
+	}, a.bootID))
 	res := compactJSON{Schema: "dabloomsctl.compact/v1", Path: path, From: o.from}
 	if err != nil {
 		res.Error, res.ExitCode = err.Error(), exitFail

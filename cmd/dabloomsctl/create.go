@@ -138,8 +138,8 @@ func (a *app) runCreate(path string, o *createOptions, fs *pflag.FlagSet) error 
 	if err != nil {
 		return err
 	}
-	so.LockTimeout, so.BootID = a.lockWait(), a.bootID
-	f, err := scaling.Create(path, so)
+	so.LockTimeout = a.lockWait()
+	f, err := scaling.Create(path, withBootID(so, a.bootID))
 	if err != nil {
 		return explain(path, err)
 	}

@@ -71,7 +71,7 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 			if counting {
 				imp, kind = scaling.ImportDabloomsCounting, "counting"
 			}
-			f, rep, err := imp(args[1], args[0], capacity, errorRate, &scaling.Options{Overwrite: force, LockTimeout: a.lockWait(), BootID: a.bootID})
+			f, rep, err := imp(args[1], args[0], capacity, errorRate, withBootID(&scaling.Options{Overwrite: force, LockTimeout: a.lockWait()}, a.bootID))
 			if err != nil {
 				if errors.Is(err, legacy.ErrSizeMismatch) {
 					// "OLD: legacy: file size does not match parameters:

@@ -116,7 +116,7 @@ The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.`,
 func (a *app) inspect(path string) (*inspectJSON, error) {
 	// The deep check first: if the file cannot even be opened we still
 	// learn why.
-	rep, verr := recover.VerifyWithOptions(path, &recover.VerifyOptions{BootID: a.bootID})
+	rep, verr := recover.VerifyWithOptions(path, withBootID(&recover.VerifyOptions{}, a.bootID))
 	f, err := a.openRO(path)
 	if err != nil {
 		if rep != nil || isCorruption(err) {

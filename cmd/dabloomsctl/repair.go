@@ -135,7 +135,7 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 	if o.output == "" && !o.dryRun && !o.noBackup && backup == "" {
 		backup = freeBackupName(path)
 	}
-	ro := &recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
+	ro := withBootID(&recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun}, a.bootID)
 	res := repairJSON{
 		Schema: "dabloomsctl.repair/v1", Path: path, Output: o.output,
 		RebuildFrom: o.rebuildFrom, DryRun: o.dryRun,

@@ -64,7 +64,7 @@ func (a *app) runRestore(ctx context.Context, backup, path string, wait time.Dur
 			return err
 		}
 	}
-	rep, err := recover.Restore(ctx, backup, path, &recover.RestoreOptions{Wait: wait, BootID: a.bootID})
+	rep, err := recover.Restore(ctx, backup, path, withBootID(&recover.RestoreOptions{Wait: wait}, a.bootID))
 	if err != nil {
 		// Both were checked: what the bytes say is the backup's (it must
 		// verify clean); a lock or a busy file is FILE's.

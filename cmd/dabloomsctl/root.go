@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -33,6 +34,16 @@ func (a *app) lockWait() time.Duration {
 		return 0 // the library's default
 	}
 	return max(a.lockTimeout-time.Since(a.start), time.Millisecond)
+}
+
+// withBootID attaches the hidden --boot-id, if given, to the options o (of
+// scaling or recover) and returns o. The library takes it only through
+// internal/testknobs: it is for testing crash handling, not an option.
+func withBootID[T any](o *T, id string) *T {
+	if id != "" {
+		testknobs.Set(o, &testknobs.Knobs{BootID: id})
+	}
+	return o
 }
 
 const exitCodesHelp = `Exit codes:

@@ -56,7 +56,7 @@ func (a *app) runUpgrade(ctx context.Context, path string, o *repairOptions) err
 	if o.output == "" && !o.dryRun && !o.noBackup && backup == "" {
 		backup = freeBackupName(path)
 	}
-	ro := &recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun, BootID: a.bootID}
+	ro := withBootID(&recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun}, a.bootID)
 	res := repairJSON{Schema: "dabloomsctl.upgrade/v1", Path: path, Output: o.output, DryRun: o.dryRun}
 	r, err := recover.UpgradeContext(ctx, path, ro)
 	if err != nil {

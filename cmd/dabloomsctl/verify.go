@@ -47,7 +47,7 @@ The exit code is 0 for clean and unflushed, 3 for the others.`,
 			if err := checkFile(args[0]); err != nil {
 				return err
 			}
-			r, err := recover.VerifyWithOptions(args[0], &recover.VerifyOptions{BootID: a.bootID, Quick: quick})
+			r, err := recover.VerifyWithOptions(args[0], withBootID(&recover.VerifyOptions{Quick: quick}, a.bootID))
 			if err != nil {
 				if r == nil && isCorruption(err) {
 					// Not even a report: the file is corrupt beyond reading.

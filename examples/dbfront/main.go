@@ -10,9 +10,11 @@
 //     find the filter holding the link;
 //
 //   - after a simulated operating-system crash (the filter changed since its
-//     last flush, the machine "restarted", and the pages of the changed
-//     filter were lost), recover.Rebuild rebuilds only the filters marked
-//     dirty, each from the rows of its id range, with a SELECT by rowid.
+//     last flush, the pages of the changed filter were lost, and the machine
+//     "restarted": the demo writes an earlier boot's identity where the file
+//     keeps the one recorded with its dirty mark), recover.Rebuild rebuilds
+//     only the filters marked dirty, each from the rows of its id range, with
+//     a SELECT by rowid.
 //
 // It is a module of its own, so that the library's go.mod needs no SQLite
 // driver; run it from its directory:
@@ -36,6 +38,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 	_ "modernc.org/sqlite"
@@ -59,8 +62,10 @@ func main() {
 	}
 }
 
-// otherBoot stands for the boot identity of the machine after the crash.
-const otherBoot = "other-boot"
+// earlierBoot stands for the boot identity of the machine before the crash:
+// the demo writes it into the file where the dirty mark's boot is kept, so
+// that this run, on the machine's real boot, looks like the next boot.
+const earlierBoot = "earlier-boot"
 
 func spamURL(i int) string  { return fmt.Sprintf("http://spam-%d.example/win", i) }
 func cleanURL(i int) string { return fmt.Sprintf("https://site-%d.example/page", i) }
@@ -282,19 +287,23 @@ func run(w io.Writer, cfg config) error {
 	// 5. The crash: the machine goes down before the next flush. The
 	//    database is durable (the INSERTs were committed), but the page cache
 	//    held the filter's counters: simulate losing them by zeroing the
-	//    counters of the filters changed since the flush.
+	//    counters of the filters changed since the flush, and the restart by
+	//    giving the dirty mark the boot identity of an earlier boot.
 	s.f.Close()
 	s.f = nil
 	if err := zeroDirty(filterPath, st.Filters); err != nil {
 		return err
 	}
-	_, err = scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot})
+	if err := markEarlierBoot(filterPath); err != nil {
+		return err
+	}
+	_, err = scaling.Open(filterPath, nil)
 	var se *scaling.StateError
 	if !errors.As(err, &se) {
 		return fmt.Errorf("opening after the crash: want a *scaling.StateError, got %v", err)
 	}
 	fmt.Fprintf(w, "crash: the machine restarted; Open refuses the filter: %v\n", err)
-	g, err := scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot, AllowUnclean: true, ReadOnly: true})
+	g, err := scaling.Open(filterPath, &scaling.OpenOptions{AllowUnclean: true, ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -314,7 +323,7 @@ func run(w io.Writer, cfg config) error {
 		cond, dirty, miss, total)
 
 	// 6. Rebuild the dirty filters from the database, by id range.
-	rep, err := recover.Rebuild(filterPath, source(db), &recover.RepairOptions{BootID: otherBoot})
+	rep, err := recover.Rebuild(filterPath, source(db), nil)
 	if err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	}
@@ -322,7 +331,7 @@ func run(w io.Writer, cfg config) error {
 		fmt.Fprintf(w, "  rebuild: %s\n", a)
 	}
 	fmt.Fprintf(w, "rebuilt from the database (SELECT url, id FROM spam_links WHERE id BETWEEN first AND last): state %s\n", rep.State)
-	s.f, err = scaling.Open(filterPath, &scaling.OpenOptions{BootID: otherBoot})
+	s.f, err = scaling.Open(filterPath, nil)
 	if err != nil {
 		return fmt.Errorf("reopening after the rebuild: %w", err)
 	}
@@ -340,6 +349,25 @@ func run(w io.Writer, cfg config) error {
 
 // zeroDirty overwrites the counters of the filters marked dirty with zeros:
 // the pages an OS crash lost.
+// markEarlierBoot writes earlierBoot's identity where the file keeps the
+// boot identity recorded with its dirty mark (header.BootIDOffset,
+// docs/FORMAT.md, "boot id"). This is what a restart looks like to the
+// file: the mark was made on a boot that is not the machine's current one,
+// so the page cache that held the unflushed changes may be gone. Open and
+// recover compare it with the machine's boot identity and find it dirty.
+func markEarlierBoot(path string) error {
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	boot := header.ParseBootID(earlierBoot)
+	if _, err := fh.WriteAt(boot[:], header.BootIDOffset); err != nil {
+		return err
+	}
+	return fh.Sync()
+}
+
 func zeroDirty(path string, filters []scaling.FilterStats) error {
 	fh, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {

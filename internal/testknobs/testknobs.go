@@ -1,11 +1,17 @@
-// Package testknobs lets the module's own tests inject failures into a
-// Filter and switch on its negative controls. It is not part of the API:
-// package scaling sets Set when it is linked in, and a Filter reads its
-// knobs once, when Create, NewMemory or Open makes it, so that tests
-// running in parallel each switch only their own handles.
+// Package testknobs lets the module's own tests (and dabloomsctl's hidden
+// testing flags) inject failures into a Filter, pretend another boot, and
+// switch on its negative controls. It is not part of the API: packages
+// scaling and recover register their option types when they are linked
+// in; a Filter reads its knobs once, when Create, NewMemory or Open makes
+// it, and a recover function once per call, so that tests running in
+// parallel each switch only their own handles and calls.
 package testknobs
 
-import "github.com/dablooms/dablooms/mmapfile"
+import (
+	"fmt"
+
+	"github.com/dablooms/dablooms/mmapfile"
+)
 
 // Knobs are a Filter's failure injection and negative controls. The zero
 // value switches nothing; a Filter without knobs behaves as one with the
@@ -14,6 +20,12 @@ type Knobs struct {
 	// Failpoints inject sync, allocation and mapping failures into the
 	// Filter's file (and the files it moves to after a replacement).
 	Failpoints *mmapfile.Failpoints
+
+	// BootID, if not empty, stands for the machine's boot identity: the
+	// one a Filter records with its dirty mark, and the one recover
+	// compares a dirty file's with (dabloomsctl --boot-id). A test
+	// pretends a reboot by opening a file with another BootID.
+	BootID string
 
 	// Negative controls: each turns off one mechanism, so that the test
 	// that pins it can show it fails without it (docs/PROTOCOLS.md).
@@ -49,8 +61,36 @@ type Knobs struct {
 	// RouteHook runs after an Add is routed to the filter with the given
 	// chain number, before its record is claimed.
 	RouteHook func(seq uint64)
+
+	// RecoverStep runs at each named step of a recover call (Repair and
+	// Rebuild: "copied", "patched", "backup", "renamed"; Backup: "backup
+	// opened", "backup copied", "backup holding", "backup held copy"); an
+	// error stops the call there as a crash would, leaving whatever
+	// temporary file exists.
+	RecoverStep func(step string) error
+	// SyncDir, if set, stands for mmapfile.SyncDir where Backup and
+	// Restore make the rename of their copy durable.
+	SyncDir func(dir string) error
 }
 
-// Set attaches k to opts, a *scaling.Options or *scaling.OpenOptions: the
-// Filter made with them uses k. Nil until package scaling is linked.
-var Set func(opts any, k *Knobs)
+// setters are the registered option types' setters (Register).
+var setters []func(opts any, k *Knobs) bool
+
+// Register adds a setter: it attaches k to opts and reports true if opts
+// is one of its package's option types (a pointer to it). Packages call it
+// from init.
+func Register(set func(opts any, k *Knobs) bool) { setters = append(setters, set) }
+
+// Set attaches k to opts, a pointer to the options of a registered package
+// (scaling.Options and OpenOptions; recover's RepairOptions,
+// VerifyOptions, BackupOptions, RestoreOptions and CompactOptions): the
+// Filter or the call made with them uses k. It panics on any other type:
+// a mistake in a test, not an input.
+func Set(opts any, k *Knobs) {
+	for _, set := range setters {
+		if set(opts, k) {
+			return
+		}
+	}
+	panic(fmt.Sprintf("testknobs.Set: %T is not a registered options type", opts))
+}
