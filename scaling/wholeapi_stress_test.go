@@ -654,6 +654,22 @@ func (wk *waWorker) lifecycle() {
 	}
 }
 
+// memDir returns a new directory in memory (/dev/shm) if the system has
+// one, else t.TempDir(). The rounds check what happens where mechanisms
+// meet, not durability (the kill and crash tests do, on disk): in memory,
+// a sync costs nothing, so a rewrite holding writers never waits seconds
+// for a disk that other tests keep busy, which made writers time out
+// (10 s) in about 1 round in 25 while other test binaries ran beside it.
+func memDir(t *testing.T) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "dablooms-stress-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
 // lastEvents returns the processes' event logs (see waRun.event), merged
 // in time order: the n lines up to the first failure and a few after.
 func lastEvents(dir string, procs, n int) string {
@@ -956,7 +972,7 @@ func TestStressWholeAPI(t *testing.T) {
 
 func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	t.Logf("round seed %d: %v", cfg.Seed, cfg)
-	dir := t.TempDir()
+	dir := memDir(t)
 	path := filepath.Join(dir, "whole.dbl")
 	f, err := scaling.Create(path, &scaling.Options{Capacity: cfg.Capacity, GrowthFactor: cfg.Growth, ErrorRate: 0.01, Seed: cfg.Seed})
 	if err != nil {
