@@ -60,22 +60,52 @@ func (s *pageSums) mark(p uint64) {
 // checksums: for each map word, the swap that clears its marks comes
 // before the reads of its pages, so a change the reads miss is followed
 // by its writer's mark, which finds the byte 0 and sets it again.
-func (s *pageSums) take(buf *[pageWords]uint64) (pages int) {
+// readFirst (testknobs.Knobs.PageSumsReadFirst, a negative control)
+// reverses that order: it reads the marked pages of a word before the
+// swap, and leaves a change made in between unmarked under an old
+// checksum.
+func (s *pageSums) take(buf *[pageWords]uint64, readFirst bool) (pages int) {
 	for w := range s.pages {
+		var early [4]uint32
+		var read uint32 // marks of the pages read into early
+		if readFirst {
+			read = atomic.LoadUint32(&s.pages[w])
+			for b := range uint64(4) {
+				if p, ok := s.marked(w, read, b); ok {
+					early[b] = s.sum(p, buf)
+				}
+			}
+		}
 		marks := s.pages.Take(w)
 		if marks == 0 {
 			continue
 		}
 		for b := range uint64(4) {
-			p := uint64(w)*4 + b
-			if marks>>(b*8)&0xff == 0 || p >= s.n {
-				continue // not marked, or past the covered pages
+			p, ok := s.marked(w, marks, b)
+			if !ok {
+				continue
 			}
-			s.sums.Set(p, pageSum(s.covered[p*pageWords:(p+1)*pageWords], buf))
+			v := early[b]
+			if read>>(b*8)&0xff == 0 {
+				v = s.sum(p, buf)
+			}
+			s.sums.Set(p, v)
 			pages++
 		}
 	}
 	return pages
+}
+
+// marked returns page p = 4w+b and whether marks, map word w's marks,
+// has it marked and the filter covers it.
+func (s *pageSums) marked(w int, marks uint32, b uint64) (p uint64, ok bool) {
+	p = uint64(w)*4 + b
+	return p, marks>>(b*8)&0xff != 0 && p < s.n
+}
+
+// sum returns the checksum of covered page p.
+func (s *pageSums) sum(p uint64, buf *[pageWords]uint64) uint32 {
+	return pageSum(s.covered[p*pageWords:(p+1)*pageWords], buf)
 }
 
 // pageSum returns the checksum of one page of mapped words, read with
@@ -107,11 +137,12 @@ func (f *Filter) takeSums() error {
 	if f.sumBuf == nil {
 		f.sumBuf = new([pageWords]uint64)
 	}
+	readFirst := knob(f.tk).PageSumsReadFirst
 	for _, m := range c.f {
 		if !m.gone() {
 			// (A retired filter's blocks are being released: a store
 			// into them would allocate them again.)
-			m.ps.take(f.sumBuf)
+			m.ps.take(f.sumBuf, readFirst)
 		}
 	}
 	return nil

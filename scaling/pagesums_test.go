@@ -3,9 +3,13 @@ package scaling
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/dablooms/dablooms/internal/testknobs"
 )
 
 // checkSums checks the check pages of every filter of f's chain: every
@@ -14,25 +18,37 @@ import (
 // returns the pages checked.
 func checkSums(t *testing.T, f *Filter, strict bool) int {
 	t.Helper()
+	n, errs := sumErrors(f, strict)
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if n < 0 {
+		t.FailNow()
+	}
+	return n
+}
+
+// sumErrors is checkSums without a test: it returns the pages checked (-1
+// if a filter has no check pages) and what is wrong.
+func sumErrors(f *Filter, strict bool) (n int, errs []string) {
 	c := f.chain.Load()
 	var buf [pageWords]uint64
-	n := 0
 	for _, m := range c.f {
 		if m.ps.pages == nil {
-			t.Fatalf("filter %d has no check pages", m.idx)
+			return -1, append(errs, fmt.Sprintf("filter %d has no check pages", m.idx))
 		}
 		for p := range m.ps.n {
 			marked := m.ps.pages.Changed(p)
 			if strict && marked {
-				t.Errorf("filter %d page %d still marked changed after a quiet flush", m.idx, p)
+				errs = append(errs, fmt.Sprintf("filter %d page %d still marked changed after a quiet flush", m.idx, p))
 			}
-			if got, want := m.ps.sums.Get(p), pageSum(m.ps.covered[p*pageWords:(p+1)*pageWords], &buf); !marked && got != want {
-				t.Errorf("filter %d page %d (of %d): not marked changed, checksum %08x, page's %08x", m.idx, p, m.ps.n, got, want)
+			if got, want := m.ps.sums.Get(p), m.ps.sum(p, &buf); !marked && got != want {
+				errs = append(errs, fmt.Sprintf("filter %d page %d (of %d): not marked changed, checksum %08x, page's %08x", m.idx, p, m.ps.n, got, want))
 			}
 			n++
 		}
 	}
-	return n
+	return n, errs
 }
 
 // TestFlushKeepsPageSums: a file written through the whole write path
@@ -100,62 +116,93 @@ func TestFlushKeepsPageSums(t *testing.T) {
 // TestFlushLeavesLateChangesMarked pins the order of a flush's steps
 // (docs/FORMAT.md, "Why a change after its checksum stays marked"): while
 // writers change a small filter's pages without pause, flushes take the
-// marks and checksums over and over; once the writers stop, every page
-// not marked changed must have the checksum of its bytes. A flush that
-// read a page before taking its mark would leave a change that landed in
-// between unmarked under an old checksum (checked by hand: with the read
-// moved before the swap in pageSums.take, this failed within the first
-// five rounds in 4 of 4 runs, for both handles).
+// marks and checksums (takeSums) over and over; once the writers stop,
+// every page not marked changed must have the checksum of its bytes.
+// Negative control (docs/PROTOCOLS.md): a flush that reads a page before
+// it takes the page's mark (testknobs.Knobs.PageSumsReadFirst) leaves a
+// change that landed in between unmarked under an old checksum, and the
+// same rounds must find one, for both handles.
 func TestFlushLeavesLateChangesMarked(t *testing.T) {
 	for _, excl := range []bool{false, true} {
 		t.Run(fmt.Sprintf("exclusive=%v", excl), func(t *testing.T) {
-			f, err := NewMemory(&Options{Capacity: 3000, ErrorRate: 0.01, Seed: 9, Exclusive: excl})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			writers := 3
-			if excl {
-				writers = 1
-			}
-			// Rounds of a short burst of changes racing the flush steps,
-			// then a check: only the last change to a page in a round can
-			// be left unmarked by a broken order (a later one marks it
-			// again), so the check comes after every round.
-			var buf [pageWords]uint64
-			for round := range 400 {
-				var stop atomic.Bool
-				var wg sync.WaitGroup
-				for w := range writers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := range 200 {
-							k := fmt.Appendf(nil, "w%d-%d", w, (round*200+i)%700)
-							if (round+i/100)%2 == 0 {
-								f.Add(k, 1)
-							} else {
-								f.Remove(k, 1)
-							}
-						}
-					}()
-				}
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					for !stop.Load() {
-						for _, m := range f.chain.Load().f {
-							m.ps.take(&buf)
-						}
-					}
-				}()
-				wg.Wait()
-				stop.Store(true)
-				<-done
-				if checkSums(t, f, false); t.Failed() {
-					t.Fatalf("round %d", round)
-				}
+			if round, errs := lateChanges(t, excl, false, 400); round >= 0 {
+				t.Fatalf("round %d:\n%s", round, strings.Join(errs, "\n"))
 			}
 		})
+		t.Run(fmt.Sprintf("control/exclusive=%v", excl), func(t *testing.T) {
+			if runtime.GOMAXPROCS(0) < 2 {
+				t.Skip("the control needs the writers and the flush running at once: GOMAXPROCS < 2")
+			}
+			// A broken order mostly shows within a few rounds, but on a
+			// busy machine the threads seldom run at once: 40 runs of
+			// both handles under a load of 22 on 2 cores needed a median
+			// of 2 rounds, at most 5367 (1.3 s). The bound is generous,
+			// so that the control does not flake.
+			const bound = 50000
+			round, errs := lateChanges(t, excl, true, bound)
+			if round < 0 {
+				t.Fatalf("no stale checksum in %d rounds with the page read before its mark is taken: the test cannot see a broken order", bound)
+			}
+			t.Logf("round %d found the broken order: %s", round, errs[0])
+		})
 	}
+}
+
+// lateChanges runs up to rounds rounds of TestFlushLeavesLateChangesMarked
+// on a memory filter, with the flush's page reads before the mark swaps if
+// readFirst: in each, a short burst of changes races the flush steps, then
+// the check. Only the last change to a page in a round can be left
+// unmarked by a broken order (a later one marks it again), so the check
+// comes after every round. It returns the first round whose check found
+// something wrong, and what, or -1.
+func lateChanges(t *testing.T, excl, readFirst bool, rounds int) (int, []string) {
+	t.Helper()
+	o := &Options{Capacity: 3000, ErrorRate: 0.01, Seed: 9, Exclusive: excl}
+	testknobs.Set(o, &testknobs.Knobs{PageSumsReadFirst: readFirst})
+	f, err := NewMemory(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	writers := 3
+	if excl {
+		writers = 1
+	}
+	for round := range rounds {
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 200 {
+					k := fmt.Appendf(nil, "w%d-%d", w, (round*200+i)%700)
+					if (round+i/100)%2 == 0 {
+						f.Add(k, 1)
+					} else {
+						f.Remove(k, 1)
+					}
+				}
+			}()
+		}
+		done := make(chan error)
+		go func() {
+			var err error
+			for !stop.Load() && err == nil {
+				f.mu.Lock()
+				err = f.takeSums() // Flush's step, with its knob
+				f.mu.Unlock()
+			}
+			done <- err
+		}()
+		wg.Wait()
+		stop.Store(true)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, errs := sumErrors(f, false); len(errs) > 0 {
+			return round, errs
+		}
+	}
+	return -1, nil
 }

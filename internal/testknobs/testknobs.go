@@ -49,6 +49,10 @@ type Knobs struct {
 	// ExclusiveSkipFreeze makes an exclusive hold take no lock and leave
 	// the other writers running.
 	ExclusiveSkipFreeze bool
+	// PageSumsReadFirst makes Flush read a changed page for its checksum
+	// before it takes the page's mark, not after: a change that lands in
+	// between is then left unmarked under a stale checksum.
+	PageSumsReadFirst bool
 
 	// Hooks: each, if set, runs at one step of the Filter.
 
