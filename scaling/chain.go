@@ -417,7 +417,7 @@ func (sharedWriter) lockGrowth(f *Filter) (unlock func(), err error) {
 		case atomic.LoadUint64(f.replaced) != header.ReplaceNone:
 			return nil, f.waitReplace()
 		case !time.Now().Before(deadline):
-			return nil, fmt.Errorf("growth lock: %w", err)
+			return nil, fmt.Errorf("growth lock held elsewhere for over %v (the last wait: %w)", f.timeout, err)
 		}
 	}
 }
