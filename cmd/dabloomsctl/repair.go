@@ -125,23 +125,31 @@ be made clean.`,
 	return cmd
 }
 
-// runRepair repairs path (rebuilds it with --rebuild-from) and reports the
-// result; the exit code says whether the file ends clean.
-func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) error {
+// repairOptions checks o and makes the library's options of a repair or
+// upgrade of path (the backup's free name, the hidden --boot-id).
+func (a *app) repairOptions(path string, o *repairOptions) (*recover.RepairOptions, error) {
 	if err := o.validate(path); err != nil {
-		return err
+		return nil, err
 	}
 	backup := o.backup
 	if o.output == "" && !o.dryRun && !o.noBackup && backup == "" {
 		backup = freeBackupName(path)
 	}
-	ro := withBootID(&recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun}, a.bootID)
+	return withBootID(&recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun}, a.bootID), nil
+}
+
+// runRepair repairs path (rebuilds it with --rebuild-from) and reports the
+// result; the exit code says whether the file ends clean.
+func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) error {
+	ro, err := a.repairOptions(path, o)
+	if err != nil {
+		return err
+	}
 	res := repairJSON{
 		Schema: "dabloomsctl.repair/v1", Path: path, Output: o.output,
 		RebuildFrom: o.rebuildFrom, DryRun: o.dryRun,
 	}
 	var r *recover.Report
-	var err error
 	if o.rebuildFrom != "" {
 		r, err = recover.Rebuild(path, a.lineSource(ctx, o.rebuildFrom, &res.Keys), ro)
 	} else {

@@ -49,14 +49,10 @@ The exit code is 0 if the file ends clean (or unflushed), 3 if not.`,
 
 // runUpgrade upgrades path and reports as repair does.
 func (a *app) runUpgrade(ctx context.Context, path string, o *repairOptions) error {
-	if err := o.validate(path); err != nil {
+	ro, err := a.repairOptions(path, o)
+	if err != nil {
 		return err
 	}
-	backup := o.backup
-	if o.output == "" && !o.dryRun && !o.noBackup && backup == "" {
-		backup = freeBackupName(path)
-	}
-	ro := withBootID(&recover.RepairOptions{Output: o.output, Backup: backup, NoBackup: o.noBackup, Wait: o.wait, DryRun: o.dryRun}, a.bootID)
 	res := repairJSON{Schema: "dabloomsctl.upgrade/v1", Path: path, Output: o.output, DryRun: o.dryRun}
 	r, err := recover.UpgradeContext(ctx, path, ro)
 	if err != nil {
