@@ -18,6 +18,6 @@ import "sync/atomic"
 // a writer stopped at any point (killed) has made a prefix of them. Plain
 // stores have no such promise: the compiler may move or merge them where
 // nothing in the same goroutine can tell, and a racing reader may see them
-// in any order. The stores cost a
-// locked instruction each on amd64 (XCHG; a release store, STLR, on arm64).
+// in any order. The stores cost a locked instruction each on amd64 (XCHG;
+// a release store, STLR, on arm64).
 func StoreOrdered(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
