@@ -36,10 +36,5 @@ func withKnobs[T any](o *T, k *testknobs.Knobs) *T {
 	return o
 }
 
-// knob returns the knobs of k: the zero value (none) if k is nil.
-func knob(k *testknobs.Knobs) testknobs.Knobs {
-	if k == nil {
-		return testknobs.Knobs{}
-	}
-	return *k
-}
+// knob returns k, or the zero Knobs (none) if k is nil (testknobs.Of).
+func knob(k *testknobs.Knobs) *testknobs.Knobs { return testknobs.Of(k) }

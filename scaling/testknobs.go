@@ -40,11 +40,6 @@ func knobsOf(k *testknobs.Knobs) *testknobs.Knobs {
 	return &c
 }
 
-// knob returns the knobs of k: the zero value (none) if k is nil. Each
+// knob returns k, or the zero Knobs (none) if k is nil (testknobs.Of). Each
 // caller reads one off a rare path (or once per handle).
-func knob(k *testknobs.Knobs) testknobs.Knobs {
-	if k == nil {
-		return testknobs.Knobs{}
-	}
-	return *k
-}
+func knob(k *testknobs.Knobs) *testknobs.Knobs { return testknobs.Of(k) }
