@@ -375,19 +375,30 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
 	// instruction would wait for a load of the block, not for a
 	// prefetch); the presence test follows. A Remove of an absent key then
 	// claims a record and gives it back, but makes no counter change and
-	// marks nothing dirty.
+	// marks nothing dirty: where the filter is not yet marked dirty it
+	// tests presence first. Once it is marked, a blocked filter's
+	// RemoveProbe makes that test itself, from its snapshot of the block,
+	// before it changes anything; the classic layout's decrements a word
+	// at a time and undoes at a zero counter, which would lower other
+	// keys' counters for a moment, so it keeps the test first.
 	w := f.w
 	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m.idx)
-	if m.gone() || !m.cf.ContainsProbe(pr) {
-		// Absent, or (gone) its filter was retired since the chain was
-		// read: the key is gone with it. Or the file is being replaced:
-		// wait, and start over.
+	if m.gone() {
+		// Its filter was retired since the chain was read: the key is
+		// gone with it. Or the file is being replaced: wait, and start
+		// over.
 		w.finish(r, false)
 		return f.goneErr(ErrNotPresent)
 	}
-	if err := f.ensureDirty(&m.line.Mark); err != nil {
-		w.finish(r, false)
-		return err
+	if m.cf.Layout().BlockWords() == 0 || !f.writable(&m.line.Mark) {
+		if !m.cf.ContainsProbe(pr) {
+			w.finish(r, false)
+			return ErrNotPresent
+		}
+		if err := f.ensureDirty(&m.line.Mark); err != nil {
+			w.finish(r, false)
+			return err
+		}
 	}
 	if !removeCounted(w, m, pr, r) {
 		w.finish(r, false)
@@ -628,10 +639,16 @@ func (sharedWriter) widen(m *member, id uint64) bool {
 	}
 }
 
+// writable reports whether the filter whose mark word is mark may be
+// changed now: marked dirty in the current epoch (I1).
+func (f *Filter) writable(mark *uint64) bool {
+	return seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(mark))
+}
+
 // ensureDirty applies the dirty-first rule (I1, docs/PROTOCOLS.md) before
 // a change to the filter whose mark word is mark.
 func (f *Filter) ensureDirty(mark *uint64) error {
-	if seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(mark)) {
+	if f.writable(mark) {
 		return nil
 	}
 	return f.words.MarkDirty(mark, f.recordBoot, func() error {

@@ -126,12 +126,12 @@ func (sharedWriter) finish(r *record, completed bool) {
 // or evidence, which mean nothing and which claimSlot clears.)
 func (r *record) end(completed bool) {
 	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Finish(completed)))
-	counting4.StoreOrdered(&r.rec.Changed, 0)
-	counting4.StoreOrdered(&r.rec.Doubt, 0)
-	counting4.StoreOrdered(&r.rec.Word, 0)
-	counting4.StoreOrdered(&r.rec.New, 0)
-	if atomic.LoadUint64(&r.rec.IndexSlot) != 0 || atomic.LoadUint64(&r.rec.IndexFP) != 0 {
-		counting4.StoreOrdered(&r.rec.IndexSlot, 0)
-		counting4.StoreOrdered(&r.rec.IndexFP, 0)
+	// (Only the owner writes the record: a word already zero needs no
+	// store. An exclusive writer's block changes leave the doubt mask and
+	// the evidence zero.)
+	for _, w := range [...]*uint64{&r.rec.Changed, &r.rec.Doubt, &r.rec.Word, &r.rec.New, &r.rec.IndexSlot, &r.rec.IndexFP} {
+		if atomic.LoadUint64(w) != 0 {
+			counting4.StoreOrdered(w, 0)
+		}
 	}
 }
