@@ -16,7 +16,9 @@ type Filter struct {
 	counters uint64
 	k        int
 	layout   Layout
-	excl     bool // see SetExclusive
+	excl     bool   // see SetExclusive
+	ub       *Undo  // the undo block: see SetUndo
+	ubEntry  uint64 // its directory entry, as the armed block word names it
 	// pages is the filter's changed map (nil: none; see SetPageMap).
 	pages header.PageMap
 }

@@ -141,6 +141,10 @@ func (l Layout) blockSize() uint64 {
 	return 0
 }
 
+// BlockWords returns the words per block of a blocked layout (a key's
+// counters all lie in one block), or 0.
+func (l Layout) BlockWords() int { return int(l.blockSize() / 16) }
+
 // Size returns the number of counters and the k that a filter of layout l
 // needs to hold n keys at false-positive rate p.
 func (l Layout) Size(n uint64, p float64) (counters uint64, k int, err error) {

@@ -247,9 +247,17 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 func (f *Filter) addExcl(p Probe, rec *Record) {
 	switch f.layout {
 	case Blocked512:
+		if f.ub != nil {
+			updateUndo(f, (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, true, rec.changedWord())
+			return
+		}
 		addExclBlock((*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, f.k, rec)
 		f.touch(p.base >> 4) // (a block lies in one page)
 	case Blocked1024:
+		if f.ub != nil {
+			updateUndo(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, true, rec.changedWord())
+			return
+		}
 		addExclBlock((*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, f.k, rec)
 		f.touch(p.base >> 4)
 	default:
@@ -348,7 +356,16 @@ func (f *Filter) probePositions(p Probe, pos []uint64) {
 // whose positions share a counter holding 1, take that counter to zero
 // for a moment: a lookup of a present key could miss it meanwhile.)
 // Nothing else writes, so the check stays true while the stores follow.
-func (f *Filter) removeExcl(p Probe, rec *Record) bool { return f.updateExcl(p, ^uint64(0), rec) }
+func (f *Filter) removeExcl(p Probe, rec *Record) bool {
+	switch {
+	case f.ub == nil:
+	case f.layout == Blocked512:
+		return updateUndo(f, (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, false, rec.changedWord())
+	case f.layout == Blocked1024:
+		return updateUndo(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, false, rec.changedWord())
+	}
+	return f.updateExcl(p, ^uint64(0), rec)
+}
 
 // holdsExcl reports whether the counters at pos hold a key: every one not
 // saturated holds at least one count per position of the key on it.

@@ -73,6 +73,7 @@ var docTables = []struct {
 	{"## Per-filter line", reflect.TypeFor[Line](), 0, false},
 	{"## Writer slot", reflect.TypeFor[Slot](), 0, false},
 	{"### In-flight record", reflect.TypeFor[Record](), 0, false},
+	{"## Undo block", reflect.TypeFor[Undo](), UndoOffset, false},
 }
 
 // TestFormatDocTablesMatchViews fails when a table of docs/FORMAT.md that

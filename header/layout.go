@@ -53,7 +53,8 @@ const (
 	CleanBootIDOffset = HotOffset + LineSize + 24
 	// HotReservedOffset and HotTailOffset start the hot page's two reserved
 	// (zero) ranges: [HotReservedOffset, BootIDOffset) and
-	// [HotTailOffset, HotOffset+PageSize).
+	// [HotTailOffset, HotOffset+PageSize) (in a file with FlagUndoBlock, but
+	// for the undo block: undo.go).
 	HotReservedOffset = ReplacedOffset + 8
 	HotTailOffset     = CleanBootIDOffset + 8
 
@@ -218,7 +219,7 @@ var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
 // version is refused; a newer minor version is read.
 const (
 	VersionMajor = 1
-	VersionMinor = 4
+	VersionMinor = 5
 )
 
 // Values of the replaced word (ReplacedOffset).
@@ -255,7 +256,7 @@ const FlagLiveReplace uint64 = 4
 
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = FlagExtras | FlagRing | FlagLiveReplace | FlagPageSums
+const KnownFlags uint64 = FlagExtras | FlagRing | FlagLiveReplace | FlagPageSums | FlagUndoBlock
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

@@ -378,7 +378,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 4", mutate: func(b []byte) { put64(b, offFlags, 16) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 5", mutate: func(b []byte) { put64(b, offFlags, 32) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		// A file with page checksums whose filter has no room for them.
 		{name: "page checksums without check pages", mutate: func(b []byte) { put64(b, offFlags, FlagPageSums) }, sentinel: ErrCorrupt, off: offDirectory + entLength, filter: 0, field: "length"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
@@ -704,7 +704,11 @@ func goldenMeta() *Meta { return validMeta() }
 // liveReplace sets FlagLiveReplace, as every file version 1.3 creates has.
 func liveReplace(m *Meta) *Meta { m.Flags |= FlagLiveReplace; return m }
 
-// sumsMeta is a file as version 1.4 creates it: page checksums, live
+// undoMeta is a file as version 1.5 creates it: sumsMeta with the undo
+// block.
+func undoMeta() *Meta { m := sumsMeta(); m.Flags |= FlagUndoBlock; return m }
+
+// sumsMeta is a file as version 1.4 created it: page checksums, live
 // replacement, and a filter with counts and a late-add index.
 func sumsMeta() *Meta {
 	m := liveReplace(goldenMeta())
@@ -761,7 +765,7 @@ func TestGoldenMeta(t *testing.T) {
 		file string
 		m    *Meta
 	}{
-		{"meta_v1.4.golden", sumsMeta()},
+		{"meta_v1.5.golden", undoMeta()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -805,6 +809,7 @@ func TestGoldenMetaOld(t *testing.T) {
 		{"meta_v1.2_ring.golden", 2, ringMeta()},
 		{"meta_v1.3.golden", 3, liveReplace(goldenMeta())},
 		{"meta_v1.3_ring.golden", 3, liveReplace(ringMeta())},
+		{"meta_v1.4.golden", 4, sumsMeta()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			b := readGolden(t, filepath.Join("testdata", tc.file))

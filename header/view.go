@@ -34,7 +34,7 @@ import (
 
 // View is the set of view types.
 type View interface {
-	Hot | Line | Slot | Record
+	Hot | Line | Slot | Record | Undo
 }
 
 // Hot is the start of the global hot page (HotOffset): its words up to

@@ -37,6 +37,7 @@ type analysis struct {
 	meta      *header.Meta // the copy in use; nil if neither is valid
 	which     int          // 0 = copy A, 1 = copy B
 	restore   int          // copy that Repair rewrites from the other, -1 if none
+	undo      *undoFix     // an armed undo block of a dead writer (undo.go)
 	published uint64
 	// hotRetired is the hot retired word. When it is ahead of the
 	// directory's count (a retirement cut short, docs/FORMAT.md), meta is
@@ -205,6 +206,8 @@ func analyzeWith(img image, boot bootID, live func(off int64) bool, quick bool) 
 	a.checkSize()
 	a.readLines()
 	a.checkOverlaps()
+	a.readUndo(live)
+	img = a.withUndo(img)
 	if err := a.readCounts(img); err != nil {
 		return nil, err
 	}
@@ -353,7 +356,11 @@ func (a *analysis) readHot() {
 	}
 	a.readRetired()
 	a.readReplaced()
-	for _, r := range [][2]int64{{header.HotReservedOffset, header.BootIDOffset}, {header.HotTailOffset, header.HotOffset + header.PageSize}} {
+	reserved := [][2]int64{{header.HotReservedOffset, header.BootIDOffset}, {header.HotTailOffset, header.HotOffset + header.PageSize}}
+	if a.meta.Flags&header.FlagUndoBlock != 0 {
+		reserved = [][2]int64{reserved[0], {header.HotTailOffset, header.UndoOffset}, {header.UndoEnd, header.HotOffset + header.PageSize}}
+	}
+	for _, r := range reserved {
 		if off := firstNonZero(a.head[r[0]:r[1]]); off >= 0 {
 			a.hotUnused = true
 			a.note(Damaged, -1, -1, r[0]+int64(off), "hot page", header.ErrCorrupt, "reserved bytes of the hot page are not zero; Repair zeroes them")

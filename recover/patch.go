@@ -85,6 +85,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		return nil, ErrUnrepairable
 	}
 	p := &patch{head: slices.Clone(a.head), words: map[int64]uint64{}, filters: map[int64][]byte{}, size: a.meta.End()}
+	img = a.withUndo(img)
 	p.fixMetaAndSize(a)
 	p.finishRetirement(a)
 	if !a.hotOK && src == nil {
@@ -92,6 +93,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 		return p, nil
 	}
 	epoch := p.resetHot(a)
+	p.undoBlock(a)
 	bump, err := p.endCutShort(a, img)
 	if err != nil {
 		return nil, err

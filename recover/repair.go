@@ -132,10 +132,14 @@ func runWith(ctx context.Context, path string, src Source, o *RepairOptions, upg
 	if err != nil {
 		return a.report(path), err
 	}
-	if upgrade && a.meta.Flags&header.FlagPageSums == 0 {
+	switch {
+	case !upgrade:
+	case a.meta.Flags&header.FlagPageSums == 0:
 		if err := p.upgrade(a, img); err != nil {
 			return a.report(path), fmt.Errorf("recover: upgrading %s: %w", path, err)
 		}
+	case a.meta.Flags&header.FlagUndoBlock == 0:
+		p.upgradeUndo(a)
 	}
 	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
 		rep := a.report(path)

@@ -8,16 +8,19 @@ import (
 	"github.com/dablooms/dablooms/header"
 )
 
-// Upgrade rewrites the file at path, of format 1.0 to 1.3, as format 1.4:
+// Upgrade rewrites the file at path, of format 1.0 to 1.4, as format 1.5:
 // every filter gains its check pages (a changed map and the checksum of
 // every page of its counters, item counts and late-add index:
-// docs/FORMAT.md, "Page checksums"), so that Verify can check every page.
+// docs/FORMAT.md, "Page checksums"), so that Verify can check every page,
+// and the file gains the undo block, with which an exclusive writer
+// changes a key's counters in one step (docs/FORMAT.md, "Undo block"; a
+// file of format 1.4 gains only that: its metadata is written again).
 // It repairs what Repair would first, and refuses a file with a filter
 // that needs Rebuild (run Rebuild first: checksums taken over counters
 // nobody can vouch for would vouch for them). The file is replaced as
 // Repair replaces it (o: Backup, NoBackup, Output, Wait, DryRun; a file of
-// format 1.3 while other processes keep it open). A file that has page
-// checksums already is only repaired.
+// format 1.3 or later while other processes keep it open). A file of
+// format 1.5 already is only repaired.
 func Upgrade(path string, o *RepairOptions) (*Report, error) {
 	return UpgradeContext(context.Background(), path, o)
 }
@@ -42,13 +45,8 @@ func (p *patch) upgrade(a *analysis, img image) error {
 	}
 	m := *a.meta
 	m.Filters = slices.Clone(a.meta.Filters)
-	m.Flags |= header.FlagPageSums
-	m.Generation = a.meta.Generation + 1
-	for _, c := range a.metas {
-		if c != nil {
-			m.Generation = max(m.Generation, c.Generation+1)
-		}
-	}
+	m.Flags |= header.FlagPageSums | header.FlagUndoBlock
+	m.Generation = a.nextGeneration()
 	offs := make([]int64, 0, len(p.words))
 	for off := range p.words {
 		offs = append(offs, off)
@@ -82,6 +80,31 @@ func (p *patch) upgrade(a *analysis, img image) error {
 	p.ranges = [][2]int64{{0, header.DataOffset}}
 	p.size = off
 	p.metaRewritten = true
-	p.act("upgraded the file to format 1.4: each of its %d filter(s) now ends with the checksums of its pages (%d bytes, was %d)", len(m.Filters), off, old)
+	p.act("upgraded the file to format %d.%d: each of its %d filter(s) now ends with the checksums of its pages (%d bytes, was %d), and it has the undo block", header.VersionMajor, header.VersionMinor, len(m.Filters), off, old)
 	return nil
+}
+
+// upgradeUndo turns the patch into one that writes a file of format 1.4
+// as 1.5: both metadata copies with FlagUndoBlock (the undo block is in
+// the hot page, which the patch resets: zero).
+func (p *patch) upgradeUndo(a *analysis) {
+	m := *a.meta
+	m.Flags |= header.FlagUndoBlock
+	m.Generation = a.nextGeneration()
+	header.Encode(p.head[header.MetaAOffset:header.MetaAOffset+header.MetaSize], &m)
+	header.Encode(p.head[header.MetaBOffset:header.MetaBOffset+header.MetaSize], &m)
+	p.metaRewritten = true
+	p.act("upgraded the file to format %d.%d: it has the undo block", header.VersionMajor, header.VersionMinor)
+}
+
+// nextGeneration is the generation of metadata written afresh: past both
+// copies'.
+func (a *analysis) nextGeneration() uint64 {
+	g := a.meta.Generation + 1
+	for _, c := range a.metas {
+		if c != nil {
+			g = max(g, c.Generation+1)
+		}
+	}
+	return g
 }

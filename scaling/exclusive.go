@@ -30,9 +30,11 @@ import (
 //     one mutex (wmu, the hold): two locked instructions per operation in
 //     place of a dozen or more, and none between the key's prefetch and
 //     its counters.
-//   - Under wmu the counters are stored, not compared and swapped, one
-//     read-modify-write per position (counting4.SetExclusive; a Remove
-//     decides before its first store); the record is the handle's first,
+//   - Under wmu the counters are stored, not compared and swapped: in a
+//     file with the undo block (format 1.5, header/undo.go) a key's block
+//     at a time, saved in the undo block first (counting4.SetUndo), else
+//     one read-modify-write per position (counting4.SetExclusive); a
+//     Remove decides before its first store. The record is the handle's first,
 //     written with ordered stores (StoreOrdered), as is its op word (the handshakes
 //     of I2 it takes part in are with holders of wmu or of the locks this
 //     handle holds); admission is a count of the room left in process
@@ -54,7 +56,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 	switch {
 	case f.file == nil && !f.ro:
 		// In memory the Filter is its store's only handle.
-		f.becomeExclusive(&f.noReplace)
+		f.becomeExclusive(&f.noReplace, flags)
 		return nil
 	case f.ro:
 		return &OptionError{Field: "Exclusive", Value: true, Reason: "needs a read-write handle"}
@@ -64,7 +66,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 	case knob(f.tk).ExclusiveSkipFreeze:
 		// No lock, the replaced word left alone: other writers do not
 		// wait (the negative control of TestExclusiveHoldsOtherWriters).
-		f.becomeExclusive(f.replaced)
+		f.becomeExclusive(f.replaced, flags)
 		return nil
 	}
 	unlock, held, err := lockFreeze(f.file, f.timeout)
@@ -95,15 +97,21 @@ func (f *Filter) takeExclusive(flags uint64) error {
 		}
 		return err
 	}
-	f.becomeExclusive(f.replaced)
+	f.becomeExclusive(f.replaced, flags)
 	return nil
 }
 
-// becomeExclusive makes f, not yet shared, the exclusive writer (w);
-// shared is the file's replaced word.
-func (f *Filter) becomeExclusive(shared *uint64) {
+// becomeExclusive makes f, not yet shared, the exclusive writer (w) of a
+// file of flags flags; shared is the file's replaced word. In a file with
+// header.FlagUndoBlock it takes the undo block (header/undo.go), left
+// disarmed by thaw if its last owner died.
+func (f *Filter) becomeExclusive(shared *uint64, flags uint64) {
 	f.sharedReplaced, f.replaced = shared, &f.noReplace
 	f.w = exclWriter{}
+	if u := header.UndoAt(f.hot); flags&header.FlagUndoBlock != 0 && atomic.LoadUint64(&u.Block) == 0 {
+		counting4.StoreOrdered(&u.Owner, uint64(f.slot)+1)
+		f.undo = &counting4.Undo{Block: &u.Block, Saved: &u.Saved}
+	}
 	if c := f.chain.Load(); c != nil {
 		for _, m := range c.f {
 			f.w.adopt(f, m)
@@ -125,6 +133,7 @@ type exclWriter struct{}
 func (exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
 	m.cf.SetExclusive(true)
+	m.cf.SetUndo(f.undo, m.idx)
 }
 
 // startOp takes wmu: one modification at a time; shutdown takes wmu after
@@ -164,6 +173,9 @@ func (exclWriter) lockGrowth(f *Filter) (unlock func(), err error) {
 // closeWriter lets the other writers go on: at Close, once no operation
 // of this handle is in flight.
 func (exclWriter) closeWriter(f *Filter) {
+	if f.undo != nil {
+		counting4.StoreOrdered(&header.UndoAt(f.hot).Owner, 0)
+	}
 	if f.file == nil {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
@@ -45,6 +46,9 @@ type Filter struct {
 	wmu            sync.Mutex
 	sharedReplaced *uint64
 	noReplace      uint64
+	// undo is the exclusive handle's undo block (nil: none; see
+	// becomeExclusive, counting4.SetUndo).
+	undo *counting4.Undo
 
 	// Moving to a file that replaced this one (replace.go): path and reopen
 	// open it, next is the handle on it once opened.
@@ -173,7 +177,7 @@ func Create(path string, opts *Options) (*Filter, error) {
 
 // createFlags are the feature flags of a new file (header.FlagPageSums
 // too when its filters have check pages: createWith).
-func createFlags() uint64 { return header.FlagLiveReplace }
+func createFlags() uint64 { return header.FlagLiveReplace | header.FlagUndoBlock }
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
 // nothing is written to disk, and the race detector sees every access.

@@ -179,11 +179,84 @@ func (f *Filter) thaw() {
 	if f.file == nil || atomic.LoadUint64(f.replaced) != header.ReplaceFreezing {
 		return
 	}
+	if !f.undoDead() {
+		return // (writers go on waiting: see undoDead)
+	}
 	next := uint64(header.ReplaceNone)
 	if same, err := f.file.SamePath(); err != nil || !same {
 		next = header.ReplaceDone
 	}
 	atomic.CompareAndSwapUint64(f.replaced, header.ReplaceFreezing, next)
+}
+
+// undoDead, in thaw, undoes the block change a dead exclusive writer left
+// armed in the undo block (header/undo.go): it stores the saved words back
+// over the block and marks its page changed, then disarms the block. No
+// other writer has written since that writer died (the freeze held them),
+// so the block is then exactly as before the operation, whose record says
+// that nothing changed; Repair ends the rest of it. A death in the middle
+// leaves the block armed for the next thaw, which stores the same words.
+// A block of a filter retired since is only disarmed. It reports false,
+// having changed nothing, if it cannot: the chain cannot be read, or the
+// block names words outside its filter (a damaged undo block). Writers
+// then go on waiting (ErrBusy), and Repair, which undoes the block itself,
+// ends it.
+func (f *Filter) undoDead() bool {
+	u := header.UndoAt(f.hot)
+	b := atomic.LoadUint64(&u.Block)
+	if b == 0 {
+		atomic.StoreUint64(&u.Owner, 0)
+		return true
+	}
+	entry, first := int(b>>header.UndoEntryShift), b&(1<<header.UndoEntryShift-1)-1
+	m, err := f.undoMember(entry)
+	switch {
+	case err != nil:
+		return false
+	case m == nil: // retired: nothing left to undo
+		atomic.StoreUint64(&u.Block, 0)
+		atomic.StoreUint64(&u.Owner, 0)
+		return true
+	}
+	words := m.cf.Words()
+	n := uint64(m.cf.Layout().BlockWords())
+	if n == 0 || n > header.UndoSavedWords || first%n != 0 || first+n > uint64(len(words)) {
+		return false
+	}
+	for i := range n {
+		atomic.StoreUint64(&words[first+i], atomic.LoadUint64(&u.Saved[i]))
+	}
+	m.ps.mark(first * 8 / header.PageSize)
+	atomic.StoreUint64(&u.Block, 0)
+	atomic.StoreUint64(&u.Owner, 0)
+	return true
+}
+
+// undoMember returns the member of directory entry e, loading the chain
+// again if f's does not hold it (the dead writer may have grown it); nil
+// if none does (its filter was retired). The caller holds mu.
+func (f *Filter) undoMember(e int) (*member, error) {
+	for try := 0; ; try++ {
+		c := f.chain.Load()
+		if c == nil {
+			return nil, ErrClosed
+		}
+		for _, m := range c.f {
+			if m.idx == e {
+				return m, nil
+			}
+		}
+		if try > 0 {
+			return nil, nil
+		}
+		m, _, err := f.readPublished()
+		if err == nil {
+			err = f.loadChain(m)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // ErrNotLive is returned by Freeze for a file whose handles do not watch

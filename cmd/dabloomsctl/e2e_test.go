@@ -185,7 +185,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("estimated_fpr %v", fpr)
 	}
 	format := m["format"].(map[string]any)
-	if num(t, format, "major") != 1 || num(t, format, "minor") != 4 || num(t, format, "generation") < 1 {
+	if num(t, format, "major") != 1 || num(t, format, "minor") != header.VersionMinor || num(t, format, "generation") < 1 {
 		t.Errorf("format %v", format)
 	}
 	params := m["params"].(map[string]any)

@@ -5,11 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dablooms/dablooms/header"
 )
 
 // TestUpgradeOldFile: upgrade rewrites a file of an older format (the
-// version 1.0 fixture) as 1.4 with page checksums, which verify then
-// checks clean; a second upgrade leaves it as it is.
+// version 1.0 fixture) as the current one, with page checksums, which
+// verify then checks clean; a second upgrade leaves it as it is.
 func TestUpgradeOldFile(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "..", "scaling", "testdata", "v10-minor0.dbl"))
 	if err != nil {
@@ -42,8 +44,8 @@ func TestUpgradeOldFile(t *testing.T) {
 	if r := cli(t, "", "upgrade", path, "--no-backup"); r.code != 0 {
 		t.Fatalf("upgrade: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
-	if v := minor(); v != 4 {
-		t.Fatalf("after upgrade the minor version is %v, want 4", v)
+	if v := minor(); v != header.VersionMinor {
+		t.Fatalf("after upgrade the minor version is %v, want %d", v, header.VersionMinor)
 	}
 	if r := cli(t, "", "verify", path); r.code != 0 {
 		t.Fatalf("verify after upgrade: exit %d: %s%s", r.code, r.stdout, r.stderr)

@@ -18,7 +18,7 @@ format lets it check: both metadata copies, the directory, the state word
 and seqnums, every writer slot (live or dead, and the operations left in
 flight by dead writers), each filter's item count against its counters, and
 saturated counters (a run of them is damage: the filter must be rebuilt,
-repair --rebuild-from). In a file of format 1.4 it also reads every page of
+repair --rebuild-from). In a file of format 1.4 or later it also reads every page of
 counters, item counts and late-add index whose checksum it can trust (all of
 them in a clean file; in another, the pages not changed since the last flush
 of the filters not marked dirty) and compares it with the checksum the last

@@ -1,0 +1,106 @@
+package counting4
+
+import (
+	"unsafe"
+
+	"github.com/dablooms/dablooms/header"
+)
+
+// An exclusive writer with an undo block (SetUndo; docs/FORMAT.md, "Undo
+// block") changes a blocked filter a whole block at a time, as one step of
+// the record protocol in place of one per position:
+//
+//  1. compute the block's new words from its words as they are (nobody
+//     else writes them) and decide: a Remove whose key the counters do not
+//     hold changes nothing;
+//  2. save the block's words in the undo block, then arm it (its block
+//     word names the block): the saved words are complete before it is
+//     armed;
+//  3. store the new words;
+//  4. set the record's changed mask (the positions changed, as the
+//     per-position protocol leaves it), then disarm the undo block.
+//
+// A writer killed in 2 or 3 leaves the undo block armed, and whoever comes
+// next stores the saved words back: the block is then as before the
+// operation, whose record says nothing changed (its changed mask is set
+// only in 4). Killed in 4 after the mask, the operation changed its
+// positions, as the record says. So the record is exact at every
+// instruction, as the per-position steps make it, with one ordered step
+// where they made four per position.
+//
+// Step 2 to 4 are applyUndo: on amd64 and arm64 one function of assembly
+// (undo_*.s) of plain loads and stores, the two stores that arm and
+// disarm ordered after the ones before them (amd64 keeps stores in
+// program order; STLR on arm64), which the compiler can neither reorder
+// nor drop; elsewhere, and under the race detector, atomic stores. Other
+// processes' lookups see each counter word whole, old or new, and every
+// word holds at least the counts of the keys other than this one.
+
+// Undo is an exclusive writer's undo block: its block word
+// (header.UndoBlockOffset) and saved words (header.UndoSavedOffset).
+type Undo struct {
+	Block *uint64
+	Saved *[header.UndoSavedWords]uint64
+}
+
+// SetUndo gives the filter an exclusive writer's undo block (nil: none),
+// and the filter's directory entry, which the armed block word names
+// (header.UndoBlockOffset). With SetExclusive(true), a blocked filter then
+// changes a key's block in one step (see above); other layouts keep the
+// per-position steps. Set it while no update is in flight.
+func (f *Filter) SetUndo(u *Undo, entry int) {
+	f.ub, f.ubEntry = u, uint64(entry)<<header.UndoEntryShift
+}
+
+// changedWord is the record's changed mask, or a word nobody reads for a
+// nil record.
+func (r *Record) changedWord() *uint64 {
+	if r == nil || r.Changed == nil {
+		return new(uint64)
+	}
+	return r.Changed
+}
+
+// updateUndo is AddProbe (add) or RemoveProbe for a filter with an undo
+// block, for the block blk, word first of the filter, of probe state s. It
+// reports false for a Remove whose key the counters do not hold, having
+// stored nothing. changed is the record's changed mask.
+func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](f *Filter, blk *B, first, s uint64, add bool, changed *uint64) bool {
+	w, per := uint(8), 8
+	if unsafe.Sizeof(*blk) == BlockCounters512/2 { // (see containsBlock)
+		w, per = 7, 9
+	}
+	k := f.k
+	nv := *blk // the words as they are: nobody else writes them
+	var mask uint64
+	for j := 0; ; s = header.Fmix64(s ^ golden) {
+		x := s
+		for end := min(j+per, k); j < end; j++ {
+			c := x & (1<<w - 1)
+			x >>= w
+			wi, sh := c>>4&uint64(len(nv)-1), c&15*4 // (the mask: no bounds check)
+			v := nv[wi] >> sh & 15
+			switch {
+			case v == 15:
+				continue // saturated: stays
+			case add:
+				nv[wi] += 1 << sh
+			case v == 0:
+				// Every counter not saturated must hold one count per
+				// position of the key on it (see removeExcl).
+				return false
+			default:
+				nv[wi] -= 1 << sh
+			}
+			mask |= 1 << (j & 63)
+		}
+		if j >= k {
+			break
+		}
+	}
+	if mask != 0 {
+		applyUndo(f.ub.Saved, f.ub.Block, f.ubEntry|(first+1), &(*blk)[0], &nv[0], len(nv), changed, mask)
+		f.touch(first) // (a block lies in one page)
+	}
+	return true
+}
