@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
 )
@@ -189,74 +190,57 @@ func (f *Filter) thaw() {
 	atomic.CompareAndSwapUint64(f.replaced, header.ReplaceFreezing, next)
 }
 
-// undoDead, in thaw, undoes the block change a dead exclusive writer left
-// armed in the undo block (header/undo.go): it stores the saved words back
-// over the block and marks its page changed, then disarms the block. No
-// other writer has written since that writer died (the freeze held them),
-// so the block is then exactly as before the operation, whose record says
-// that nothing changed; Repair ends the rest of it. A death in the middle
-// leaves the block armed for the next thaw, which stores the same words.
-// A block of a filter retired since is only disarmed. It reports false,
-// having changed nothing, if it cannot: the chain cannot be read, or the
-// block names words outside its filter (a damaged undo block). Writers
-// then go on waiting (ErrBusy), and Repair, which undoes the block itself,
-// ends it.
+// undoDead undoes the block change a dead exclusive writer left armed in
+// the undo block (header/undo.go): it stores the saved words back over the
+// block and marks its page changed, then disarms the block. Every holder
+// of the growth lock that lets other writers go on calls it first (thaw;
+// freezeOnce, before a rewrite reads the file or its Abort lets the
+// writers go on): no other writer has written since that writer died (its
+// freeze held them), so the block is then exactly as before the
+// operation, whose record says that nothing changed; Repair ends the rest
+// of it. A death in the middle leaves the block armed for the next holder,
+// which stores the same words. It needs only the hot page and the
+// directory (a Frozen handle has no chain). A block of a filter retired
+// since is only disarmed. It reports false, having changed nothing, if it
+// cannot: the directory cannot be read, or the block names words outside
+// its filter (a damaged undo block); the file then stays frozen for
+// writers (ErrBusy), and Repair, which undoes the block itself, ends it.
 func (f *Filter) undoDead() bool {
 	u := header.UndoAt(f.hot)
 	b := atomic.LoadUint64(&u.Block)
 	if b == 0 {
-		atomic.StoreUint64(&u.Owner, 0)
 		return true
+	}
+	m, _, err := f.readDirectory(0)
+	if err != nil {
+		return false
 	}
 	entry, first := int(b>>header.UndoEntryShift), b&(1<<header.UndoEntryShift-1)-1
-	m, err := f.undoMember(entry)
-	switch {
-	case err != nil:
-		return false
-	case m == nil: // retired: nothing left to undo
-		atomic.StoreUint64(&u.Block, 0)
-		atomic.StoreUint64(&u.Owner, 0)
-		return true
+	var d *header.FilterDesc
+	for i := range m.Filters {
+		if m.Filters[i].Slot == entry {
+			d = &m.Filters[i]
+		}
 	}
-	words := m.cf.Words()
-	n := uint64(m.cf.Layout().BlockWords())
-	if n == 0 || n > header.UndoSavedWords || first%n != 0 || first+n > uint64(len(words)) {
-		return false
+	if d != nil {
+		n := uint64(counting4.Layout(d.LayoutID).BlockWords())
+		if n == 0 || n > header.UndoSavedWords || first%n != 0 || (first+n)*8 > uint64(d.CounterBytes()) {
+			return false
+		}
+		words, err := f.r.Words(d.Offset+int64(first)*8, int64(n))
+		if err != nil {
+			return false
+		}
+		for i := range words {
+			atomic.StoreUint64(&words[i], atomic.LoadUint64(&u.Saved[i]))
+		}
+		if ps, err := f.mapSums(d); err == nil {
+			ps.mark(first * 8 / header.PageSize)
+		}
 	}
-	for i := range n {
-		atomic.StoreUint64(&words[first+i], atomic.LoadUint64(&u.Saved[i]))
-	}
-	m.ps.mark(first * 8 / header.PageSize)
 	atomic.StoreUint64(&u.Block, 0)
 	atomic.StoreUint64(&u.Owner, 0)
 	return true
-}
-
-// undoMember returns the member of directory entry e, loading the chain
-// again if f's does not hold it (the dead writer may have grown it); nil
-// if none does (its filter was retired). The caller holds mu.
-func (f *Filter) undoMember(e int) (*member, error) {
-	for try := 0; ; try++ {
-		c := f.chain.Load()
-		if c == nil {
-			return nil, ErrClosed
-		}
-		for _, m := range c.f {
-			if m.idx == e {
-				return m, nil
-			}
-		}
-		if try > 0 {
-			return nil, nil
-		}
-		m, _, err := f.readPublished()
-		if err == nil {
-			err = f.loadChain(m)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 }
 
 // ErrNotLive is returned by Freeze for a file whose handles do not watch
@@ -340,6 +324,10 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 		return nil, err
 	}
 	fz := &Frozen{f: f}
+	// A dead exclusive writer's armed block is undone before the rewrite
+	// reads the file and before Abort lets the writers go on (undoDead;
+	// if it cannot be, Abort leaves the file frozen for writers).
+	f.undoDead()
 	if err = f.freeze(); err != nil {
 		fz.Abort()
 		if errors.Is(err, ErrLockTimeout) {
@@ -372,6 +360,9 @@ func (fz *Frozen) end(word uint64) error {
 		return nil
 	}
 	fz.ended = true
+	if word == header.ReplaceNone && !fz.f.undoDead() {
+		word = header.ReplaceFreezing // (see undoDead)
+	}
 	atomic.StoreUint64(fz.f.replaced, word)
 	fz.f.file.Unlock(header.FlushLockOffset)
 	fz.f.file.Unlock(header.GrowthLockOffset)
