@@ -41,13 +41,17 @@ func (a *analysis) readUndo(live func(off int64) bool) {
 		return
 	}
 	u := header.ReadUndo(a.head)
-	if u.Block == 0 {
-		return
-	}
 	off := int64(header.UndoBlockOffset)
 	owner := int(u.Owner) - 1
 	if owner >= 0 && owner < header.NumSlots && live != nil && live(header.SlotOffset(owner)) {
-		return // a live exclusive writer in the middle of a change
+		return // a live exclusive writer's (in the middle of a change, or not)
+	}
+	if u.Block == 0 {
+		if u != (header.Undo{}) {
+			a.note(Clean, -1, owner, header.UndoOffset, "undo block", nil,
+				"the undo block holds what an exclusive writer that did not close left (disarmed: nothing to undo); Repair zeroes it")
+		}
+		return
 	}
 	entry, first := int(u.Block>>header.UndoEntryShift), u.Block&(1<<header.UndoEntryShift-1)-1
 	i := a.chainIndex(entry)

@@ -174,7 +174,13 @@ func (exclWriter) lockGrowth(f *Filter) (unlock func(), err error) {
 // of this handle is in flight.
 func (exclWriter) closeWriter(f *Filter) {
 	if f.undo != nil {
-		counting4.StoreOrdered(&header.UndoAt(f.hot).Owner, 0)
+		// A file its exclusive writer closed has a zero undo block (Verify
+		// notes one a writer left, and Repair zeroes it).
+		u := header.UndoAt(f.hot)
+		for i := range u.Saved {
+			atomic.StoreUint64(&u.Saved[i], 0)
+		}
+		counting4.StoreOrdered(&u.Owner, 0)
 	}
 	if f.file == nil {
 		return
