@@ -125,13 +125,21 @@ func (sharedWriter) finish(r *record, completed bool) {
 // cleared (I6). (A death in between leaves an idle record with stray masks
 // or evidence, which mean nothing and which claimSlot clears.)
 func (r *record) end(completed bool) {
-	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Finish(completed)))
-	// (Only the owner writes the record: a word already zero needs no
-	// store. An exclusive writer's block changes leave the doubt mask and
-	// the evidence zero.)
-	for _, w := range [...]*uint64{&r.rec.Changed, &r.rec.Doubt, &r.rec.Word, &r.rec.New, &r.rec.IndexSlot, &r.rec.IndexFP} {
-		if atomic.LoadUint64(w) != 0 {
-			counting4.StoreOrdered(w, 0)
-		}
+	rec := r.rec
+	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed)))
+	// Only the owner writes the record: a word already zero needs no
+	// store. (An exclusive writer's block changes leave the doubt mask
+	// and the evidence zero, and most operations the index words.)
+	if atomic.LoadUint64(&rec.Changed) != 0 {
+		counting4.StoreOrdered(&rec.Changed, 0)
+	}
+	if atomic.LoadUint64(&rec.Doubt)|atomic.LoadUint64(&rec.Word)|atomic.LoadUint64(&rec.New) != 0 {
+		counting4.StoreOrdered(&rec.Doubt, 0)
+		counting4.StoreOrdered(&rec.Word, 0)
+		counting4.StoreOrdered(&rec.New, 0)
+	}
+	if atomic.LoadUint64(&rec.IndexSlot)|atomic.LoadUint64(&rec.IndexFP) != 0 {
+		counting4.StoreOrdered(&rec.IndexSlot, 0)
+		counting4.StoreOrdered(&rec.IndexFP, 0)
 	}
 }
