@@ -12,6 +12,8 @@
 // Put -dir on the disk to measure (not tmpfs: the store at 1e9 keys is 7.4
 // GB). -limit stops the load after that long and reports the rate so far
 // (the rest of the table is skipped); -skip leaves out steps by name.
+// -huge and -populate create the store with scaling.Options.HugePages and
+// Populate (the lookups' shared handle maps the file as any Open does).
 package main
 
 import (
@@ -47,10 +49,13 @@ func main() {
 	limit := flag.Duration("limit", 0, "give up the load after this long and report its rate (0: no limit)")
 	skip := flag.String("skip", "", "comma-separated steps to leave out: verify,inspect,backup,compact")
 	ctl := flag.String("dabloomsctl", "", "dabloomsctl binary for inspect (default: built from ../cmd/dabloomsctl)")
+	huge := flag.Bool("huge", false, "create the store with Options.HugePages")
+	populate := flag.Bool("populate", false, "create the store with Options.Populate")
 	flag.Parse()
 	n, err := parseCount(*nf)
 	if err == nil {
-		err = run(os.Stdout, config{n: n, dir: *dir, sample: *sample, limit: *limit, skip: *skip, ctl: *ctl})
+		err = run(os.Stdout, config{n: n, dir: *dir, sample: *sample, limit: *limit, skip: *skip, ctl: *ctl,
+			huge: *huge, populate: *populate})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bigload:", err)
@@ -78,6 +83,9 @@ type config struct {
 	limit  time.Duration
 	skip   string
 	ctl    string
+	// Options.HugePages and Populate of the store.
+	huge, populate bool
+	check          func(path string) // the tests: called after Create
 }
 
 func (c *config) skipped(step string) bool {
@@ -140,11 +148,15 @@ func run(w io.Writer, c config) error {
 	}
 
 	t0 := time.Now()
-	f, err := scaling.Create(path, &scaling.Options{Capacity: c.n, ErrorRate: 0.01, Exclusive: true})
+	f, err := scaling.Create(path, &scaling.Options{Capacity: c.n, ErrorRate: 0.01, Exclusive: true,
+		HugePages: c.huge, Populate: c.populate})
 	if err != nil {
 		return err
 	}
 	add(row{step: "Create (exclusive)", total: time.Since(t0)})
+	if c.check != nil {
+		c.check(path)
+	}
 	min0, maj0 := faults()
 	u0, s0 := cpuTimes()
 	const batch = 4096
@@ -314,7 +326,8 @@ func printTable(w io.Writer, c config, path string, done uint64, rows []row) {
 	if st, err := os.Stat(path); err == nil {
 		size = st.Size()
 	}
-	fmt.Fprintf(w, "%d keys (capacity %d), file %d MiB in %s\n\n", done, c.n, size>>20, c.dir)
+	fmt.Fprintf(w, "%d keys (capacity %d), file %d MiB in %s, HugePages %v, Populate %v\n\n",
+		done, c.n, size>>20, c.dir, c.huge, c.populate)
 	fmt.Fprintln(w, "| step | total | per key / op | note |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, r := range rows {
