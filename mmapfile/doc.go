@@ -19,9 +19,9 @@
 // Open fail.
 //
 // Two options trade memory and write-back for fewer page faults (see
-// Options): Populate pre-faults every range the file allocates, writable,
-// in one madvise (MADV_POPULATE_WRITE) instead of a fault per page at its
-// first store; HugePages asks for transparent huge pages over the mapping
+// Options): Populate pre-faults the file Create makes, writable, in one
+// madvise (MADV_POPULATE_WRITE) instead of a fault per page at its first
+// store; HugePages asks for transparent huge pages over the mapping
 // (MADV_HUGEPAGE), which file systems with large folios honour. Both are
 // off by default, and both fall back silently where the kernel has not
 // got them.

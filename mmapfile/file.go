@@ -37,15 +37,15 @@ type Options struct {
 	// does not take the old file's open lock and replaces it while it is
 	// open.
 	LiveOld bool
-	// Populate pre-faults, writable, the pages of every range the File
-	// allocates (the file at Create, a growth's allocated part, Allocate),
-	// right after the blocks are allocated: one madvise
+	// Populate (Create only) pre-faults every page of the new file,
+	// writable, once its blocks are allocated: one madvise
 	// (MADV_POPULATE_WRITE, Linux 5.14) instead of a page fault at each
-	// page's first store. The pages are then in memory and dirty, so the
-	// call takes as long as the kernel needs to take them (for a file
-	// larger than its dirty limits, as long as writing them out). Holes
-	// (GrowSparse beyond allocated) are never populated. Where the kernel
-	// refuses, the range is left as it is and nothing fails.
+	// page's first store. The pages are then in memory and dirty, so
+	// Create takes as long as the kernel needs to take them (for a file
+	// larger than its dirty limits, as long as writing them out). A
+	// growth is not populated: it happens under the callers' locks, which
+	// must not be held that long. Where the kernel refuses, the pages
+	// fault one by one as without the option, and nothing fails.
 	Populate bool
 	// HugePages asks for transparent huge pages over the mapping
 	// (MADV_HUGEPAGE): where the file system keeps large folios in the
@@ -73,7 +73,6 @@ type File struct {
 	closed     bool // Detach or Close: no more file access
 	fp         *Failpoints
 	noMapRetry bool     // Options.noMapRetry
-	populate   bool     // Options.Populate
 	hugePages  bool     // Options.HugePages
 	aside      string   // Create: the temporary name until Publish
 	old        *os.File // Create with Overwrite: the file to replace, locked until Publish
@@ -98,7 +97,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := checkFS(dir, o.AllowNetworkFS); err != nil {
 		return nil, err
 	}
-	mf := &File{path: path, fp: o.Failpoints, noMapRetry: o.noMapRetry, populate: o.Populate, hugePages: o.HugePages}
+	mf := &File{path: path, fp: o.Failpoints, noMapRetry: o.noMapRetry, hugePages: o.HugePages}
 	if err := mf.holdOld(path, o); err != nil {
 		return nil, err
 	}
@@ -131,7 +130,9 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := mf.mapIt(o.Reserve); err != nil {
 		return fail(err)
 	}
-	mf.populateRange(0, size) // allocated above, before the mapping existed
+	if o.Populate {
+		mf.populate(size)
+	}
 	return mf, nil
 }
 
@@ -277,7 +278,7 @@ func open(path string, o *Options) (*File, error) {
 		return nil, err
 	}
 	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.Failpoints, noMapRetry: o.noMapRetry,
-		populate: o.Populate && !o.ReadOnly, hugePages: o.HugePages}
+		hugePages: o.HugePages}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -556,30 +557,19 @@ func (mf *File) allocate(off, n int64) error {
 		}
 		return fmt.Errorf("fallocate %s [%d, +%d): %w", mf.path, off, n, err)
 	}
-	mf.populateRange(off, n)
 	return nil
 }
 
-// populateRange pre-faults the pages of [off, off+n), which the file has
-// just allocated, when Options.Populate asks for it (called with mu held,
-// or from Create before the File is shared). Only whole pages inside both
-// the range and the mapping are touched; if the kernel refuses (older than
-// 5.14: EINVAL) or fails part way, the pages fault one by one as they would
-// have, so the error is dropped.
-func (mf *File) populateRange(off, n int64) {
-	if !mf.populate || mf.readOnly || n <= 0 {
+// populate pre-faults, writable, the first size bytes of the mapping of
+// a file Create has just allocated (Options.Populate), whole pages only.
+// If the kernel refuses (older than 5.14: EINVAL) or fails part way, the
+// pages fault one by one as they would have, so the error is dropped.
+func (mf *File) populate(size int64) {
+	end := min(size/PageSize()*PageSize(), int64(len(mf.m)))
+	if end <= 0 || mf.fp.fail("populate") != nil { // the failpoint: as a kernel without it
 		return
 	}
-	ps := PageSize()
-	start := (off + ps - 1) / ps * ps
-	end := min((off+n)/ps*ps, int64(len(mf.m)))
-	if end <= start {
-		return
-	}
-	if mf.fp.fail("populate") != nil {
-		return // as a kernel without MADV_POPULATE_WRITE
-	}
-	_ = populateWrite(mf.m[start:end])
+	_ = populateWrite(mf.m[:end])
 }
 
 func (mf *File) writeZeros(off, n int64) error {

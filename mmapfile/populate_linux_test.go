@@ -42,11 +42,11 @@ func needPopulate(t *testing.T) {
 	}
 }
 
-// TestPopulate: with Options.Populate the pages of the file Create makes,
-// of a growth's allocated part and of an Allocate are in memory at once;
-// a hole GrowSparse leaves is not touched (nor allocated); without the
-// option nothing is; and what is written through the populated mapping is
-// in the file.
+// TestPopulate: with Options.Populate the pages of the file Create makes
+// are in memory when it returns, and without it they are not; a growth
+// and an Allocate are not populated (they run under the callers' locks),
+// and a hole stays a hole; what is written through the mapping is in the
+// file.
 func TestPopulate(t *testing.T) {
 	needPopulate(t)
 	const ps = 4096
@@ -67,18 +67,16 @@ func TestPopulate(t *testing.T) {
 					t.Fatalf("%s: %d of pages [%d, %d) in memory, want %d", what, got, lo, hi, n)
 				}
 			}
-			full := func(n int) int {
-				if pop {
-					return n
-				}
-				return 0
+			if pop {
+				want("after Create", 0, 16, 16)
+			} else {
+				want("after Create", 0, 16, 0)
 			}
-			want("after Create", 0, 16, full(16))
 			// Pages 16-31 allocated, 32-47 a hole.
 			if err := f.GrowSparse(48*ps, 32*ps); err != nil {
 				t.Fatal(err)
 			}
-			want("the allocated part of a growth", 16, 32, full(16))
+			want("the allocated part of a growth", 16, 32, 0)
 			want("the hole of a growth", 32, 48, 0)
 			var st unix.Stat_t
 			if err := unix.Stat(path, &st); err != nil {
@@ -90,8 +88,7 @@ func TestPopulate(t *testing.T) {
 			if err := f.Allocate(32*ps, 8*ps); err != nil {
 				t.Fatal(err)
 			}
-			want("an Allocate", 32, 40, full(8))
-			want("the rest of the hole", 40, 48, 0)
+			want("an Allocate", 32, 48, 0)
 			for i := 0; i < 40*ps; i += 1000 {
 				all[i] = byte(i / 1000)
 			}
@@ -110,20 +107,13 @@ func TestPopulate(t *testing.T) {
 }
 
 // TestPopulateRefused: where the kernel refuses MADV_POPULATE_WRITE (the
-// failpoint stands for a kernel older than 5.14), Create, growths and
-// Allocate succeed as without the option, and the pages fault in as they
-// are used.
+// failpoint stands for a kernel older than 5.14), Create succeeds as
+// without the option, and the pages fault in as they are used.
 func TestPopulateRefused(t *testing.T) {
 	const ps = 4096
 	fp := &Failpoints{Populate: func() error { return unix.EINVAL }}
 	path := tmpPath(t)
-	f := mustCreate(t, path, 4*ps, &Options{Reserve: 1 << 20, Populate: true, Failpoints: fp})
-	if err := f.GrowSparse(12*ps, 8*ps); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Allocate(8*ps, 4*ps); err != nil {
-		t.Fatal(err)
-	}
+	f := mustCreate(t, path, 12*ps, &Options{Reserve: 1 << 20, Populate: true, Failpoints: fp})
 	all, err := f.Bytes(0, 12*ps)
 	if err != nil {
 		t.Fatal(err)

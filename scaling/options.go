@@ -72,12 +72,13 @@ type Options struct {
 	// handles and processes map the file as they do; the file is the
 	// same.
 	HugePages bool
-	// Populate pre-faults the new Filter's file and each filter a growth
-	// adds, writable, when its blocks are allocated
-	// (mmapfile.Options.Populate): a bulk load then takes no page fault
-	// on first touch, but Create (and each growth) takes as long as
-	// dirtying the filter's pages, which for a filter larger than the
-	// kernel's dirty limits is as long as writing it out.
+	// Populate pre-faults the new Filter's file, writable, before Create
+	// returns (mmapfile.Options.Populate): a bulk load then takes no page
+	// fault at each page's first touch, but Create takes as long as
+	// dirtying the file's pages, which for a file larger than the kernel's
+	// dirty limits is as long as writing it out (24 s at 1e9 keys, 7.4
+	// GB). Filters a growth adds are not populated (a growth holds the
+	// growth lock, which other writers wait for).
 	Populate bool
 
 	knobs *testknobs.Knobs // the module's tests (internal/testknobs)
