@@ -14,6 +14,10 @@
 // (the rest of the table is skipped); -skip leaves out steps by name.
 // -huge and -populate create the store with scaling.Options.HugePages and
 // Populate (the lookups' shared handle maps the file as any Open does).
+// -memory loads a store held in ordinary memory (scaling.NewMemory) and
+// times the load and the lookups alone: the load's rate with no page
+// cache, no write-back and no file, a floor for any design that builds a
+// filter aside.
 package main
 
 import (
@@ -51,11 +55,12 @@ func main() {
 	ctl := flag.String("dabloomsctl", "", "dabloomsctl binary for inspect (default: built from ../cmd/dabloomsctl)")
 	huge := flag.Bool("huge", false, "create the store with Options.HugePages")
 	populate := flag.Bool("populate", false, "create the store with Options.Populate")
+	memory := flag.Bool("memory", false, "load a store in memory (scaling.NewMemory): the load and lookups only")
 	flag.Parse()
 	n, err := parseCount(*nf)
 	if err == nil {
 		err = run(os.Stdout, config{n: n, dir: *dir, sample: *sample, limit: *limit, skip: *skip, ctl: *ctl,
-			huge: *huge, populate: *populate})
+			huge: *huge, populate: *populate, memory: *memory})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bigload:", err)
@@ -85,6 +90,7 @@ type config struct {
 	ctl    string
 	// Options.HugePages and Populate of the store.
 	huge, populate bool
+	memory         bool              // scaling.NewMemory: no file
 	check          func(path string) // the tests: called after Create
 }
 
@@ -148,8 +154,13 @@ func run(w io.Writer, c config) error {
 	}
 
 	t0 := time.Now()
-	f, err := scaling.Create(path, &scaling.Options{Capacity: c.n, ErrorRate: 0.01, Exclusive: true,
-		HugePages: c.huge, Populate: c.populate})
+	o := &scaling.Options{Capacity: c.n, ErrorRate: 0.01, Exclusive: true, HugePages: c.huge, Populate: c.populate}
+	var f *scaling.Filter
+	if c.memory {
+		f, err = scaling.NewMemory(o)
+	} else {
+		f, err = scaling.Create(path, o)
+	}
 	if err != nil {
 		return err
 	}
@@ -185,6 +196,14 @@ func run(w io.Writer, c config) error {
 	add(row{step: "load (AddBatch of 4096)", total: load, ops: done,
 		note: fmt.Sprintf("%.2f M keys/s; user %.1f s, sys %.1f s; %d minor, %d major faults",
 			float64(done)/load.Seconds()/1e6, (u1 - u0).Seconds(), (s1 - s0).Seconds(), min1-min0, maj1-maj0)})
+	if c.memory {
+		err := lookups(f, config{n: done, sample: c.sample}, add)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		printTable(w, c, path, done, rows)
+		return err
+	}
 	t0 = time.Now()
 	if err := f.Flush(); err != nil {
 		f.Close()
@@ -326,8 +345,11 @@ func printTable(w io.Writer, c config, path string, done uint64, rows []row) {
 	if st, err := os.Stat(path); err == nil {
 		size = st.Size()
 	}
-	fmt.Fprintf(w, "%d keys (capacity %d), file %d MiB in %s, HugePages %v, Populate %v\n\n",
-		done, c.n, size>>20, c.dir, c.huge, c.populate)
+	where := fmt.Sprintf("file %d MiB in %s, HugePages %v, Populate %v", size>>20, c.dir, c.huge, c.populate)
+	if c.memory {
+		where = "in memory (scaling.NewMemory)"
+	}
+	fmt.Fprintf(w, "%d keys (capacity %d), %s\n\n", done, c.n, where)
 	fmt.Fprintln(w, "| step | total | per key / op | note |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, r := range rows {

@@ -119,3 +119,24 @@ func TestParseCount(t *testing.T) {
 		}
 	}
 }
+
+// TestRunMemory: -memory loads a store in memory and times the load and
+// the lookups (every present key found), and nothing of a file.
+func TestRunMemory(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(&out, config{n: 100_000, dir: t.TempDir(), sample: 1000, memory: true}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"100000 keys (capacity 100000), in memory", "| load (AddBatch of 4096) |",
+		"| Contains, present |", "| Contains, absent |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the output lacks %q:\n%s", want, s)
+		}
+	}
+	for _, not := range []string{"Flush", "Open", "Verify", "Backup"} {
+		if strings.Contains(s, not) {
+			t.Errorf("the output of a store in memory has %q:\n%s", not, s)
+		}
+	}
+}
