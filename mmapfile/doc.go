@@ -18,6 +18,14 @@
 // space is retried after a collection, so such pending ranges never make an
 // Open fail.
 //
+// Two options trade memory and write-back for fewer page faults (see
+// Options): Populate pre-faults the file Create makes, writable, in one
+// madvise (MADV_POPULATE_WRITE) instead of a fault per page at its first
+// store; HugePages asks for transparent huge pages over the mapping
+// (MADV_HUGEPAGE), which file systems with large folios honour. Both are
+// off by default, and both fall back silently where the kernel has not
+// got them.
+//
 // Memory mapped from a file is invisible to the race detector; Heap gives the
 // same interface over ordinary memory so concurrency tests can run under -race.
 //

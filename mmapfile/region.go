@@ -109,6 +109,9 @@ type Failpoints struct {
 	Fsync     func() error
 	Fallocate func() error
 	Mmap      func() error
+	// Populate stands for the kernel's answer to MADV_POPULATE_WRITE
+	// (Options.Populate); an error is dropped as the kernel's would be.
+	Populate func() error
 }
 
 // fail runs the failpoint of the named operation, if any.
@@ -126,6 +129,8 @@ func (fp *Failpoints) fail(op string) error {
 		f = fp.Fallocate
 	case "mmap":
 		f = fp.Mmap
+	case "populate":
+		f = fp.Populate
 	}
 	if f == nil {
 		return nil

@@ -41,6 +41,14 @@ func munmap(b []byte) error { return unix.Munmap(b) }
 // adviseRandom tells the kernel not to read ahead around a fault in b.
 func adviseRandom(b []byte) { _ = unix.Madvise(b, unix.MADV_RANDOM) }
 
+// adviseHuge asks for transparent huge pages over b (Options.HugePages);
+// EINVAL without THP, which leaves the mapping as it is.
+func adviseHuge(b []byte) { _ = unix.Madvise(b, unix.MADV_HUGEPAGE) }
+
+// populateWrite faults every page of b in, writable (MADV_POPULATE_WRITE,
+// Linux 5.14; EINVAL before).
+func populateWrite(b []byte) error { return unix.Madvise(b, unix.MADV_POPULATE_WRITE) }
+
 // msync writes the pages of b back, waiting for them (MS_SYNC).
 func msync(b []byte) error { return unix.Msync(b, unix.MS_SYNC) }
 
