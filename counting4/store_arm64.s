@@ -8,3 +8,16 @@ TEXT ·storeRelease(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD	v+8(FP), R1
 	STLR	R1, (R0)
 	RET
+
+// func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64)
+TEXT ·storeRelease3(SB), NOSPLIT|NOFRAME, $0-48
+	MOVD	a+0(FP), R0
+	MOVD	av+8(FP), R1
+	STLR	R1, (R0)
+	MOVD	b+16(FP), R0
+	MOVD	bv+24(FP), R1
+	STLR	R1, (R0)
+	MOVD	c+32(FP), R0
+	MOVD	cv+40(FP), R1
+	STLR	R1, (R0)
+	RET

@@ -7,3 +7,9 @@ package counting4
 //
 //go:noescape
 func storeRelease(p *uint64, v uint64)
+
+// storeRelease3 is three of StoreOrdered's stores in one call: av at a,
+// then bv at b, then cv at c.
+//
+//go:noescape
+func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64)

@@ -6,3 +6,10 @@ import "sync/atomic"
 
 // storeRelease is StoreOrdered's store: here an atomic store (store.go).
 func storeRelease(p *uint64, v uint64) { atomic.StoreUint64(p, v) }
+
+// storeRelease3 is three of StoreOrdered's stores, in order.
+func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64) {
+	atomic.StoreUint64(a, av)
+	atomic.StoreUint64(b, bv)
+	atomic.StoreUint64(c, cv)
+}

@@ -284,8 +284,7 @@ func addExclBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint
 				continue // saturated: stays
 			}
 			nw := old + 1<<sh
-			rec.evidence(first+c>>4, nw)
-			rec.doubt(1 << j)
+			rec.propose(first+c>>4, nw, 1<<j)
 			StoreOrdered(word, nw)
 			rec.set(1 << j)
 		}
@@ -322,8 +321,7 @@ func (f *Filter) updateExclAt(p Probe, pos []uint64, dir uint64, rec *Record) bo
 			continue // saturated: stays
 		}
 		nw := old + dir<<sh // dir ^0: old - 1<<sh (modulo 2^64), the counter is not 0
-		rec.evidence(i, nw)
-		rec.doubt(1 << j)
+		rec.propose(i, nw, 1<<j)
 		StoreOrdered(&w[i], nw)
 		f.touch(i)
 		rec.set(1 << j)
