@@ -20,11 +20,12 @@ import (
 //  4. set the record's changed mask (the positions changed, as the
 //     per-position protocol leaves it), then disarm the undo block.
 //
-// A writer killed in 2 or 3 leaves the undo block armed, and whoever comes
-// next stores the saved words back: the block is then as before the
-// operation, whose record says nothing changed (its changed mask is set
-// only in 4). Killed in 4 after the mask, the operation changed its
-// positions, as the record says. So the record is exact at every
+// A writer killed in 2, 3 or 4 before the disarm leaves the undo block
+// armed, and whoever comes next stores the saved words back and clears the
+// record's changed mask (set in 4 just before the disarm): the block is
+// then as before the operation, whose record says nothing changed. Killed
+// after the disarm, the operation changed its positions, as the record
+// says. So the record is exact at every
 // instruction, as the per-position steps make it, with one ordered step
 // where they made four per position.
 //

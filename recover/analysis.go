@@ -634,7 +634,7 @@ func (a *analysis) readSlots(live func(int64) bool) {
 			a.anyLive = true
 		}
 		for r := range header.RecordsPerSlot {
-			a.readRecord(s, r, sl.Records[r])
+			a.readRecord(s, r, a.undoRecord(s, r, sl.Records[r]))
 		}
 		a.mem += si.completed
 		if !si.live && si.owner != 0 && si.inFlight == 0 {

@@ -21,6 +21,7 @@ type undoFix struct {
 	off   int64
 	words []uint64
 	entry int
+	owner int // the writer slot whose record 0 is the operation's
 }
 
 // blockWords returns the words per block of a layout, 0 if not blocked.
@@ -54,6 +55,11 @@ func (a *analysis) readUndo(live func(off int64) bool) {
 		return
 	}
 	entry, first := int(u.Block>>header.UndoEntryShift), u.Block&(1<<header.UndoEntryShift-1)-1
+	if owner < 0 || owner >= header.NumSlots {
+		a.note(Damaged, -1, -1, header.UndoOffset, "undo block", header.ErrCorrupt,
+			"the undo block is armed, but its owner %d names no writer slot; Repair clears it", u.Owner)
+		return
+	}
 	i := a.chainIndex(entry)
 	if i < 0 {
 		a.note(Damaged, -1, owner, off, "undo block", header.ErrCorrupt,
@@ -67,9 +73,20 @@ func (a *analysis) readUndo(live func(off int64) bool) {
 			"the undo block is armed for counter word %d of filter %d, which is not the start of a block of its counters; Repair clears it", first, entry)
 		return
 	}
-	a.undo = &undoFix{off: d.Offset + int64(first)*8, words: u.Saved[:n], entry: entry}
+	a.undo = &undoFix{off: d.Offset + int64(first)*8, words: u.Saved[:n], entry: entry, owner: owner}
 	a.note(Interrupted, entry, owner, off, "undo block", scaling.ErrUnclean,
 		"a dead exclusive writer's change of the block at counter word %d of filter %d was cut short; Repair stores the block's saved words back", first, entry)
+}
+
+// undoRecord is record r of slot s as read once a.undo is undone: the
+// operation's record 0 says that nothing changed (its writer may have
+// stored the changed mask just before it died: the mask comes before the
+// block is disarmed).
+func (a *analysis) undoRecord(s, r int, rec header.Record) header.Record {
+	if a.undo != nil && s == a.undo.owner && r == 0 {
+		rec.Changed = 0
+	}
+	return rec
 }
 
 // withUndo returns img as it reads once a.undo is undone.

@@ -52,6 +52,7 @@ func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budge
 		mask |= 1 << j
 	}
 	u := header.UndoAt(img.hot())
+	u.Owner = uint64(op.slot) + 1 // (stored when the writer took the file)
 	rec := header.RecordAt(img.hot(), op.slot, op.rec)
 	items := &header.LineAt(img.hot(), op.filter).Items
 	count := header.OpWord(rec.Op).Completed()

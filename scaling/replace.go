@@ -216,6 +216,10 @@ func (f *Filter) undoDead() bool {
 		return false
 	}
 	entry, first := int(b>>header.UndoEntryShift), b&(1<<header.UndoEntryShift-1)-1
+	owner := atomic.LoadUint64(&u.Owner)
+	if owner == 0 || owner > header.NumSlots {
+		return false
+	}
 	var d *header.FilterDesc
 	for i := range m.Filters {
 		if m.Filters[i].Slot == entry {
@@ -238,6 +242,10 @@ func (f *Filter) undoDead() bool {
 			ps.mark(first * 8 / header.PageSize)
 		}
 	}
+	// The writer may have set its record's changed mask just before it
+	// died (the mask is stored before the block is disarmed): with the
+	// block as before, nothing changed.
+	atomic.StoreUint64(&header.RecordAt(f.hot, int(owner-1), 0).Changed, 0)
 	atomic.StoreUint64(&u.Block, 0)
 	atomic.StoreUint64(&u.Owner, 0)
 	return true

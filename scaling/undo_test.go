@@ -31,6 +31,9 @@ func deadExclusiveWriter(t *testing.T, path string) (entry int, first uint64, be
 	u := header.UndoAt(f.hot)
 	copy(u.Saved[:], before)
 	atomic.StoreUint64(&u.Owner, 4)
+	// Killed between its changed mask and the disarm: the record says
+	// changed, the block is armed.
+	atomic.StoreUint64(&header.RecordAt(f.hot, 3, 0).Changed, 0xff)
 	atomic.StoreUint64(&u.Block, uint64(m.idx)<<header.UndoEntryShift|(first+1))
 	for i := range n / 2 {
 		atomic.StoreUint64(&words[i], ^before[i])
@@ -42,8 +45,9 @@ func deadExclusiveWriter(t *testing.T, path string) (entry int, first uint64, be
 // TestUndoBlockOfADeadWriter: a block a dead exclusive writer left armed
 // is stored back by whoever lets the other writers go on first: a writer
 // that thaws the file, or a rewrite's Freeze (before it reads the file;
-// its Abort lets the writers go on). Each leaves the block as it was and
-// the undo block disarmed.
+// its Abort lets the writers go on). Each leaves the block as it was, the
+// record's changed mask (stored just before the writer died) zero, and the
+// undo block disarmed.
 func TestUndoBlockOfADeadWriter(t *testing.T) {
 	requireFiles(t)
 	for _, how := range []string{"thaw", "freeze-abort"} {
@@ -90,6 +94,9 @@ func TestUndoBlockOfADeadWriter(t *testing.T) {
 			u := header.UndoAt(g.hot)
 			if b, r := atomic.LoadUint64(&u.Block), atomic.LoadUint64(g.replaced); b != 0 || r != header.ReplaceNone {
 				t.Fatalf("after the %s the undo block is %#x, the replaced word %d", how, b, r)
+			}
+			if c := atomic.LoadUint64(&header.RecordAt(g.hot, 3, 0).Changed); c != 0 {
+				t.Fatalf("after the %s the record still says positions %#x changed, over the block as before", how, c)
 			}
 		})
 	}
