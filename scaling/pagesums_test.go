@@ -121,9 +121,14 @@ func TestFlushKeepsPageSums(t *testing.T) {
 // Negative control (docs/PROTOCOLS.md): a flush that reads a page before
 // it takes the page's mark (testknobs.Knobs.PageSumsReadFirst) leaves a
 // change that landed in between unmarked under an old checksum, and the
-// same rounds must find one, for both handles.
+// same rounds must find one. Shared handles only: the exclusive writer's
+// changes never run beside a flush's take (Flush holds its mutex, I18),
+// and its stores are plain, which a later load may pass, so racing them
+// here (as this test would, calling takeSums without the mutex) tests
+// nothing the library does (docs/FORMAT.md, "Why a change after its
+// checksum stays marked").
 func TestFlushLeavesLateChangesMarked(t *testing.T) {
-	for _, excl := range []bool{false, true} {
+	for _, excl := range []bool{false} {
 		t.Run(fmt.Sprintf("exclusive=%v", excl), func(t *testing.T) {
 			if round, errs := lateChanges(t, excl, false, 400); round >= 0 {
 				t.Fatalf("round %d:\n%s", round, strings.Join(errs, "\n"))
