@@ -45,21 +45,33 @@ type simOp struct {
 	slot, rec int
 }
 
+// simStores counts a simulated writer's stores against a budget: step
+// makes one store, unless the budget is spent (the writer was killed).
+type simStores struct{ n, budget int }
+
+func (c *simStores) step(f func()) bool {
+	if c.n >= c.budget {
+		return false
+	}
+	f()
+	c.n++
+	return true
+}
+
+// simKey returns op's key hash in filter d and its positions.
+func simKey(d header.FilterDesc, seed uint64, op simOp) (kh uint64, pos []uint64) {
+	kh = header.HashKey(seed, op.key) + counting4.Salt(op.filter)
+	pos = make([]uint64, d.K)
+	counting4.Layout(d.LayoutID).Positions(kh, d.Counters, d.K, pos)
+	return kh, pos
+}
+
 // simRun performs op's stores until budget runs out; it returns the number
 // of stores made (less than budget: the operation completed).
 func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget int) int {
-	n := 0
-	step := func(f func()) bool {
-		if n >= budget {
-			return false
-		}
-		f()
-		n++
-		return true
-	}
-	kh := header.HashKey(seed, op.key) + counting4.Salt(op.filter)
-	pos := make([]uint64, d.K)
-	counting4.Layout(d.LayoutID).Positions(kh, d.Counters, d.K, pos)
+	c := &simStores{budget: budget}
+	step := c.step
+	kh, pos := simKey(d, seed, op)
 	words := img.w[d.Offset/8:]
 	rec := header.RecordAt(img.hot(), op.slot, op.rec)
 	opw, hash, changed, doubt := &rec.Op, &rec.Hash, &rec.Changed, &rec.Doubt
@@ -99,7 +111,7 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 	}
 	if op.add {
 		if !claim() {
-			return n
+			return c.n
 		}
 		var done uint64
 		for j := range pos {
@@ -121,19 +133,19 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 				continue
 			}
 			if !cas(pos[j]>>4, nw, ch, func() { *changed |= ch }) {
-				return n
+				return c.n
 			}
 		}
 		_ = step(func() { *doubt = 0 }) && step(func() { *items++ }) && finish(true)
-		return n
+		return c.n
 	}
 	for _, p := range pos {
 		if nib(p) == 0 {
-			return n // not present: Remove changes nothing
+			return c.n // not present: Remove changes nothing
 		}
 	}
 	if !claim() {
-		return n
+		return c.n
 	}
 	var done uint64
 	for j := range pos {
@@ -164,22 +176,22 @@ func simRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget in
 				clearJ := func() { *changed &^= 1 << jj }
 				if w>>sh&15 == 15 {
 					if !step(clearJ) {
-						return n
+						return c.n
 					}
 				} else if !cas(p>>4, w+1<<sh, 1<<jj, clearJ) {
-					return n
+					return c.n
 				}
 			}
 			_ = step(func() { *doubt = 0 }) && finish(false)
-			return n
+			return c.n
 		}
 		if ch != 0 && !cas(pos[j]>>4, nw, ch, func() { *changed |= ch }) {
-			return n
+			return c.n
 		}
 		done |= group
 	}
 	_ = step(func() { *doubt = 0 }) && step(func() { *items-- }) && finish(true)
-	return n
+	return c.n
 }
 
 // simBase builds a flushed store of one filter holding keys, then marks it

@@ -18,19 +18,10 @@ import (
 // block before the words are saved (the negative control: a writer killed
 // in between leaves an armed block whose saved words are not the block's).
 func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget int, armFirst bool) int {
-	n := 0
-	step := func(f func()) bool {
-		if n >= budget {
-			return false
-		}
-		f()
-		n++
-		return true
-	}
-	kh := header.HashKey(seed, op.key) + counting4.Salt(op.filter)
-	pos := make([]uint64, d.K)
+	c := &simStores{budget: budget}
+	step := c.step
+	kh, pos := simKey(d, seed, op)
 	lay := counting4.Layout(d.LayoutID)
-	lay.Positions(kh, d.Counters, d.K, pos)
 	nw := uint64(lay.BlockWords())
 	first := pos[0] >> 4 &^ (nw - 1)
 	words := img.w[d.Offset/8:]
@@ -45,7 +36,7 @@ func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budge
 		case op.add:
 			nv[wi] += 1 << sh
 		case v == 0:
-			return n // not present: a Remove changes nothing
+			return c.n // not present: a Remove changes nothing
 		default:
 			nv[wi] -= 1 << sh
 		}
@@ -62,27 +53,27 @@ func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budge
 	}
 	armed := uint64(op.filter)<<header.UndoEntryShift | (first + 1)
 	if !step(func() { rec.Op = uint64(header.IdleOp(count).Begin(typ, op.filter)) }) || !step(func() { rec.Hash = kh }) {
-		return n
+		return c.n
 	}
 	if armFirst && !step(func() { u.Block = armed }) {
-		return n
+		return c.n
 	}
 	for i := range blk {
 		if !step(func() { u.Saved[i] = blk[i] }) {
-			return n
+			return c.n
 		}
 	}
 	if !armFirst && !step(func() { u.Block = armed }) {
-		return n
+		return c.n
 	}
 	for i := range blk {
 		if !step(func() { blk[i] = nv[i] }) {
-			return n
+			return c.n
 		}
 	}
 	_ = step(func() { rec.Changed = mask }) && step(func() { u.Block = 0 }) && step(func() { *items += dir }) &&
 		step(func() { rec.Changed = 0 }) && step(func() { rec.Op = uint64(header.IdleOp(count + 1)) })
-	return n
+	return c.n
 }
 
 // TestInterruptUndoBlockEveryStore cuts an exclusive writer's adds and
