@@ -25,9 +25,8 @@ import (
 // record's changed mask (set in 4 just before the disarm): the block is
 // then as before the operation, whose record says nothing changed. Killed
 // after the disarm, the operation changed its positions, as the record
-// says. So the record is exact at every
-// instruction, as the per-position steps make it, with one ordered step
-// where they made four per position.
+// says. So the record is exact at every instruction, as the per-position
+// steps make it, with one ordered step where they made four per position.
 //
 // Step 2 to 4 are applyUndo: on amd64 and arm64 one function of assembly
 // (undo_*.s) of plain loads and stores, the two stores that arm and

@@ -203,8 +203,10 @@ func (f *Filter) thaw() {
 // directory (a Frozen handle has no chain). A block of a filter retired
 // since is only disarmed. It reports false, having changed nothing, if it
 // cannot: the directory cannot be read, or the block names words outside
-// its filter (a damaged undo block); the file then stays frozen for
-// writers (ErrBusy), and Repair, which undoes the block itself, ends it.
+// its filter or an owner that is no writer slot (a damaged undo block);
+// the file then stays frozen for writers (ErrBusy), and Repair ends it.
+// Undoing also zeroes the changed mask of the owner's record 0, which the
+// writer stores just before it disarms.
 func (f *Filter) undoDead() bool {
 	u := header.UndoAt(f.hot)
 	b := atomic.LoadUint64(&u.Block)
