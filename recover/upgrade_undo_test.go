@@ -29,32 +29,18 @@ func TestUpgradeAddsUndoBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it a 1.4 file: both metadata copies without the flag.
+	m := readMetaT(t, path)
+	m.Flags &^= header.FlagUndoBlock
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Flags &^= header.FlagUndoBlock
-	header.Encode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], m.Meta)
-	header.Encode(b[header.MetaBOffset:header.MetaBOffset+header.MetaSize], m.Meta)
+	header.Encode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], m)
+	header.Encode(b[header.MetaBOffset:header.MetaBOffset+header.MetaSize], m)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	flags := func() uint64 {
-		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m.Flags
-	}
+	flags := func() uint64 { return readMetaT(t, path).Flags }
 	ex, err := scaling.Open(path, &scaling.OpenOptions{Exclusive: true})
 	if err != nil {
 		t.Fatalf("an exclusive handle on a 1.4 file: %v", err)
