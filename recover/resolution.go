@@ -317,7 +317,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		} else {
 			res.itemsUnknown = true
 		}
-	case fi.sat > 0:
+	case fi.sat > 0 && fi.itemsOK:
 		res.why = fmt.Sprintf("%d saturated counters hide the counter-sum identity", fi.sat)
 		// The operations end undone with their doubted changes left high
 		// (safeHyp): at most one too high at each doubted position, never
@@ -327,7 +327,9 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		// stays), so Rebuild would buy nothing its saturation has not
 		// already given up: Repair accepts the ending (bounded) instead of
 		// refusing the whole file until a Rebuild. The item count is right
-		// as it is: it changes only after the counters (I6).
+		// as it is: it changes only after the counters (I6). (An item
+		// count that cannot be right, itemsOK false, is damage beside
+		// the cut operations: the default case, the filter for Rebuild.)
 		bounded = true
 	default:
 		res.why = fmt.Sprintf("the item count %d is impossible", int64(fi.items))
