@@ -1,6 +1,7 @@
 package recover
 
 import (
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -22,17 +23,6 @@ type undoFix struct {
 	words []uint64
 	entry int
 	owner int // the writer slot whose record 0 is the operation's
-}
-
-// blockWords returns the words per block of a layout, 0 if not blocked.
-func blockWords(layout uint8) uint64 {
-	switch layout {
-	case header.LayoutBlocked512:
-		return 8
-	case header.LayoutBlocked1024:
-		return 16
-	}
-	return 0
 }
 
 // readUndo reads the undo block of a file with FlagUndoBlock: an armed
@@ -67,7 +57,7 @@ func (a *analysis) readUndo(live func(off int64) bool) {
 		return
 	}
 	d := a.filters[i].desc
-	n := blockWords(d.LayoutID)
+	n := uint64(counting4.Layout(d.LayoutID).BlockWords())
 	if n == 0 || first%n != 0 || (first+n)*8 > uint64(d.CounterBytes()) || d.Offset+d.Length > a.size {
 		a.note(Damaged, entry, owner, off, "undo block", header.ErrCorrupt,
 			"the undo block is armed for counter word %d of filter %d, which is not the start of a block of its counters; Repair clears it", first, entry)
