@@ -52,14 +52,17 @@ func (f *Filter) SetUndo(u *Undo, entry int) {
 	f.ub, f.ubEntry = u, uint64(entry)<<header.UndoEntryShift
 }
 
-// changedWord is the record's changed mask, or a word nobody reads for a
-// nil record.
+// changedWord is the record's changed mask, or, for a nil record, a word
+// nobody reads (not allocated per call: an Add stays allocation-free).
 func (r *Record) changedWord() *uint64 {
 	if r == nil || r.Changed == nil {
-		return new(uint64)
+		return &unrecorded
 	}
 	return r.Changed
 }
+
+// unrecorded takes the changed masks of changes made without a record.
+var unrecorded uint64
 
 // updateUndo is AddProbe (add) or RemoveProbe for a filter with an undo
 // block, for the block blk, word first of the filter, of probe state s. It
