@@ -112,7 +112,13 @@ func walkPositions(base, s uint64, k int, pos []uint64, w uint, per int) {
 // blockStart returns the first counter of h's block of 2^w counters and the
 // position state s (see blockedPositions).
 func blockStart(h, counters uint64, w uint) (base, s uint64) {
-	g := header.Fmix64(h)
+	return blockStartMixed(header.Fmix64(h), counters, w)
+}
+
+// blockStartMixed is blockStart of the key whose mixed hash is g =
+// Fmix64(h): its block is the high half of g times the number of blocks,
+// which never decreases as g grows (Filter.Order).
+func blockStartMixed(g, counters uint64, w uint) (base, s uint64) {
 	base, _ = bits.Mul64(g, counters>>w)
 	return base << w, header.Fmix64(g ^ golden)
 }
