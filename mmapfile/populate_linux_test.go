@@ -136,7 +136,7 @@ func TestPopulateRefused(t *testing.T) {
 	}
 }
 
-// vmFlags returns the VmFlags line of the mapping that starts at b.
+// vmFlags returns the VmFlags line of the mapping that holds b[0].
 func vmFlags(t *testing.T, b []byte) string {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
@@ -144,19 +144,21 @@ func vmFlags(t *testing.T, b []byte) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&b[0])))
+	a := uintptr(unsafe.Pointer(&b[0]))
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.HasPrefix(l, start) {
-			in = true
+		// A mapping's first line: "lo-hi perms offset dev inode [path]".
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(l, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= a && a < hi
 		}
 		if in && strings.HasPrefix(l, "VmFlags:") {
 			return l
 		}
 	}
-	t.Fatalf("no mapping at %s in /proc/self/smaps", start)
+	t.Fatalf("no mapping holds %#x in /proc/self/smaps", a)
 	return ""
 }
 

@@ -38,6 +38,15 @@ type Sparse interface {
 	Allocate(off, n int64) error
 }
 
+// Sweeper is a Region that can be told that a range is about to be
+// written from its first page to its last (File implements it).
+type Sweeper interface {
+	Region
+	// Sweep advises that [off, off+n) will be walked in order until done
+	// is called.
+	Sweep(off, n int64) (done func())
+}
+
 // Discarder is a Region that can give back the storage of a range (File
 // and Heap implement it): after Discard the range reads as zeros. A File
 // punches a hole, so a store into the range must wait for Allocate (a store

@@ -41,6 +41,10 @@ func munmap(b []byte) error { return unix.Munmap(b) }
 // adviseRandom tells the kernel not to read ahead around a fault in b.
 func adviseRandom(b []byte) { _ = unix.Madvise(b, unix.MADV_RANDOM) }
 
+// adviseNormal undoes adviseRandom over b: a fault maps the cached pages
+// around it (fault-around), and a write fault the whole large folio.
+func adviseNormal(b []byte) { _ = unix.Madvise(b, unix.MADV_NORMAL) }
+
 // adviseHuge asks for transparent huge pages over b (Options.HugePages);
 // EINVAL without THP, which leaves the mapping as it is.
 func adviseHuge(b []byte) { _ = unix.Madvise(b, unix.MADV_HUGEPAGE) }

@@ -25,6 +25,7 @@ func mapShared(*os.File, int, bool) ([]byte, error) { return nil, ErrUnsupported
 func isNoMemory(error) bool                         { return false }
 func munmap([]byte) error                           { return ErrUnsupported }
 func adviseRandom([]byte)                           {}
+func adviseNormal([]byte)                           {}
 func adviseHuge([]byte)                             {}
 func populateWrite([]byte) error                    { return ErrUnsupported }
 func msync([]byte) error                            { return ErrUnsupported }
