@@ -11,7 +11,8 @@ import (
 // BenchmarkAddBatchKey times adding n keys (ids rising) into a fresh
 // store pre-sized for them, per key: with AddBatch ("batch", in batches of
 // 4096 keys, as dabloomsctl add --from) and with Add in a loop ("loop"), on
-// a shared handle and on an exclusive one ("excl-").
+// a shared handle and on an exclusive one ("excl-"); and on the exclusive
+// one in batches that are swept (excl-batch64k, excl-batchall).
 // One iteration adds every key, so use -benchtime 1x (and -count):
 //
 //	go test ./scaling -run '^$' -bench AddBatchKey -benchtime 1x -count 3
@@ -22,7 +23,9 @@ func BenchmarkAddBatchKey(b *testing.B) {
 			continue
 		}
 		keys, ids := batchKeys("b", n)
-		for _, mode := range []string{"loop", "batch", "excl-loop", "excl-batch"} {
+		// excl-batch64k and excl-batchall: batches long enough to be swept
+		// (sweep.go): 65536 keys, and the whole load in one call.
+		for _, mode := range []string{"loop", "batch", "excl-loop", "excl-batch", "excl-batch64k", "excl-batchall"} {
 			b.Run(fmt.Sprintf("%s/%dM", mode, n/1_000_000), func(b *testing.B) {
 				var ct cpuTimer
 				for range b.N {
@@ -42,8 +45,12 @@ func BenchmarkAddBatchKey(b *testing.B) {
 							}
 						}
 					} else {
-						for i := 0; i < n; i += 4096 {
-							j := min(i+4096, n)
+						size := map[string]int{"excl-batch64k": 1 << 16, "excl-batchall": n}[mode]
+						if size == 0 {
+							size = 4096
+						}
+						for i := 0; i < n; i += size {
+							j := min(i+size, n)
 							if err := f.AddBatch(keys[i:j], ids[i:j]); err != nil {
 								b.Fatal(err)
 							}

@@ -209,6 +209,17 @@ func (exclWriter) admit(m *member, limit uint64) bool {
 	return true
 }
 
+// sweepRoom: the room left under limit, all of it the handle's, which a
+// swept batch uses up without admit (sweep.go); the next admit counts it
+// again.
+func (exclWriter) sweepRoom(m *member, limit uint64) (uint64, bool) {
+	m.room = 0
+	if m.gone() {
+		return 0, true
+	}
+	return limit - min(limit, m.itemCount()+atomic.LoadUint64(&m.line.Pending)), true
+}
+
 // admitChunked is admit: nothing is reserved in the pending word.
 func (w exclWriter) admitChunked(m *member, limit, _ uint64) (*quotaShard, bool) {
 	return nil, w.admit(m, limit)

@@ -49,6 +49,9 @@ type Filter struct {
 	// undo is the exclusive handle's undo block (nil: none; see
 	// becomeExclusive, counting4.SetUndo).
 	undo *counting4.Undo
+	// sweepBuf is the exclusive handle's sort buffer for swept batches
+	// (sweep.go; under wmu), kept between batches up to sweepKeep words.
+	sweepBuf []uint64
 
 	// Moving to a file that replaced this one (replace.go): path and reopen
 	// open it, next is the handle on it once opened.

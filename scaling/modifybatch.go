@@ -30,8 +30,19 @@ const modifyAhead = batchDepth
 // overlap. Each key is added exactly as Add does (crash records, the
 // dirty-first rule, routing, growth in the middle of the batch, several
 // processes). It stops at the first key that fails and returns a
-// *BatchError naming it; the keys before it are added. It does not
-// allocate.
+// *BatchError naming it; the keys before it are added. On a shared
+// handle it does not allocate.
+//
+// On an exclusive handle (Options.Exclusive) a run of 4096 or more keys
+// bound for the newest filter (ids not below its range, room for all of
+// them) is swept: hashed, sorted by block, and added in that order, so the
+// stores walk the counters from first to last, each page of the file is
+// dirtied once per batch, and a large store loads many times faster than
+// in the batch's order (docs/PERFORMANCE.md, "A billion keys"). The result
+// is the same as adding the keys in order; the sweep takes 16 bytes a key
+// of memory while it runs (up to 1 MiB of it kept for the next batch). Lookups meanwhile see each key once it is
+// added, as with Add; a kill in the middle leaves some of the run's keys
+// added, in no order the caller can tell, and each of them whole.
 func (f *Filter) AddBatch(keys [][]byte, ids []uint64) error {
 	return f.modifyBatchLive(keys, ids, header.OpAdd, nil)
 }
@@ -76,6 +87,45 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 		return err
 	}
 	defer f.w.endOp(f, g)
+	if op != header.OpAdd || len(keys) < sweepMin {
+		return f.modifyInOrder(c, keys, ids, op, done, 0)
+	}
+	// Long runs of Adds bound for the newest filter, on the only writer:
+	// swept (sweep.go); the keys between them in order.
+	// (Only an exclusive handle sweeps, under wmu: sweepBuf is its own.)
+	defer func() {
+		if cap(f.sweepBuf) > sweepKeep {
+			f.sweepBuf = nil // a long batch's buffer is not kept
+		}
+	}()
+	for i := 0; i < len(keys); {
+		k, lo, hi, sweep := f.sweepRun(c, ids[i:])
+		if sweep {
+			swept, err := f.sweepAdd(c, keys[i:i+k], lo, hi, &f.sweepBuf)
+			if err != nil {
+				return &BatchError{Index: i, Err: err}
+			}
+			if swept {
+				i += k
+				continue
+			}
+		}
+		j := min(i+max(k, 1), len(keys))
+		if err := f.modifyInOrder(c, keys[i:j], ids[i:j], op, done, i); err != nil {
+			return err
+		}
+		i = j
+		if c, err = f.current(); err != nil {
+			return &BatchError{Index: i, Err: err}
+		}
+	}
+	return nil
+}
+
+// modifyInOrder applies op to every key in the batch's order; the keys are
+// those of the batch from index base on.
+func (f *Filter) modifyInOrder(c *chain, keys [][]byte, ids []uint64, op uint64, done func(i int, err error) bool, base int) error {
+	var err error
 	var ring [modifyAhead]hashes
 	n := len(keys)
 	for j := range min(n, modifyAhead) {
@@ -97,9 +147,9 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 		}
 		switch {
 		case done == nil && err != nil:
-			return &BatchError{Index: i, Err: err}
-		case done != nil && !done(i, err):
-			return &BatchError{Index: i, Err: err}
+			return &BatchError{Index: base + i, Err: err}
+		case done != nil && !done(base+i, err):
+			return &BatchError{Index: base + i, Err: err}
 		}
 	}
 	return nil

@@ -37,6 +37,8 @@ func TestMPChild(t *testing.T) {
 		err = childGrow()
 	case "kill":
 		err = childKill()
+	case "sweep":
+		err = childSweep()
 	case "rwriter":
 		err = childReaderWriter()
 	case "reader":

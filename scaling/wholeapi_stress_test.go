@@ -107,12 +107,13 @@ const (
 	waFlushes
 	waRewriteBusy
 	waFull
+	waLongBatches
 	waN
 )
 
 var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "twin removes", "retirements", "compactions",
 	"in-place repairs", "backups", "backups refused", "live verifies", "exclusive handles", "exclusive opens busy",
-	"flushes", "rewrites busy", "ErrFull"}
+	"flushes", "rewrites busy", "ErrFull", "long exclusive batches"}
 
 type waCfg struct {
 	Procs, Gor int
@@ -283,11 +284,13 @@ func (wk *waWorker) writeErr(err error, what string) {
 	wk.s.fail("%s: %v", what, err)
 }
 
-func (wk *waWorker) addChecked() {
+func (wk *waWorker) addChecked() { wk.addCheckedN(1 + wk.rng.IntN(waBatchMax)) }
+
+// addCheckedN adds the worker's next k checked keys, in a batch if k > 1.
+func (wk *waWorker) addCheckedN(k int) {
 	s := wk.s
 	n := s.shm.Load(waChecked + wk.w) // only this goroutine writes it
 	h, how := wk.writeHandle()
-	k := 1 + wk.rng.IntN(waBatchMax)
 	if k == 1 {
 		if err := h.Add(checkedKey(wk.w, n), checkedID(s.cfg.Seed, s.cfg.writers(), wk.w, n)); err != nil {
 			wk.writeErr(err, fmt.Sprintf("Add of checked key %d/%d on %s", wk.w, n, how))
@@ -578,6 +581,15 @@ func (wk *waWorker) toggleOwn() {
 			for range 20 {
 				wk.addChecked()
 				wk.lookup()
+			}
+			if fs := h.Stats().Filters; len(fs) > 0 && wk.rng.IntN(2) == 0 {
+				// A batch long enough to be swept in block order
+				// (scaling's sweepMin, 4096) where the newest filter has
+				// room for it (and its ids are not late).
+				if n := fs[len(fs)-1]; n.Capacity >= n.Count+4096+512 {
+					wk.addCheckedN(4096 + wk.rng.IntN(512))
+					s.count(waLongBatches)
+				}
 			}
 			wk.toggleOwn()
 			wk.excl = false

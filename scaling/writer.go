@@ -9,6 +9,7 @@ package scaling
 //	step            shared (sharedWriter)                 exclusive (exclWriter)
 //	op start/end    a guard Close waits for (enter)       wmu, one modification at a time
 //	admission       the pending word, in chunks (quota.go) the room left, in process memory
+//	swept batch     none: another writer may fill m       the room left (sweepRoom, sweep.go)
 //	id range        compare-and-swap, sealed checked      one read of each word, ordered stores
 //	record claim    a free record of the slot (slot.go)   record 0, ordered stores
 //	record finish   the record is free again              (record 0 stays the handle's)
@@ -28,6 +29,7 @@ type writer interface {
 	endOp(f *Filter, g *guard)
 	admit(m *member, limit uint64) bool
 	admitChunked(m *member, limit, h uint64) (*quotaShard, bool)
+	sweepRoom(m *member, limit uint64) (room uint64, ok bool)
 	release(m *member, s *quotaShard)
 	widen(m *member, id uint64) bool
 	count(m *member, d int64)
@@ -47,6 +49,10 @@ type sharedWriter struct{}
 
 // adopt readies a member of a new chain: nothing to do on a shared handle.
 func (sharedWriter) adopt(*Filter, *member) {}
+
+// sweepRoom is not ok: a shared handle's batch goes in order, since
+// another writer may fill or seal the filter while it runs (sweep.go).
+func (sharedWriter) sweepRoom(*member, uint64) (uint64, bool) { return 0, false }
 
 // holdOps stops the handle's modifications: a shared handle's do not need
 // stopping (Close waits for their guards; Flush and RetireBefore take part
