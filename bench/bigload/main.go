@@ -1,9 +1,10 @@
 // Command bigload times a bulk load of a large store and the operations
 // a user runs on it afterwards (issue 32, "A billion keys"): it creates a
 // store of capacity n (ErrorRate 0.01, default options), opens it
-// exclusive, adds n 16-byte keys with AddBatch in batches of 4096 (ids
-// increasing), flushes and closes it; then opens it again and times
-// Contains of present and absent keys, recover.Verify (quick and full),
+// exclusive, adds n 16-byte keys with AddBatch in batches of -batch keys
+// (default 4096; ids increasing; each batch swept in block order,
+// docs/PERFORMANCE.md "Swept batches"), flushes and closes it; then opens
+// it again and times Contains of present and absent keys, recover.Verify (quick and full),
 // dabloomsctl inspect, recover.Backup and recover.Compact. It prints a
 // table, with the page faults the load took.
 //
@@ -55,11 +56,12 @@ func main() {
 	ctl := flag.String("dabloomsctl", "", "dabloomsctl binary for inspect (default: built from ../cmd/dabloomsctl)")
 	huge := flag.Bool("huge", false, "create the store with Options.HugePages")
 	populate := flag.Bool("populate", false, "create the store with Options.Populate")
+	batch := flag.Int("batch", 4096, "keys per AddBatch call")
 	memory := flag.Bool("memory", false, "load a store in memory (scaling.NewMemory): the load and lookups only")
 	flag.Parse()
 	n, err := parseCount(*nf)
 	if err == nil {
-		err = run(os.Stdout, config{n: n, dir: *dir, sample: *sample, limit: *limit, skip: *skip, ctl: *ctl,
+		err = run(os.Stdout, config{n: n, dir: *dir, sample: *sample, limit: *limit, skip: *skip, ctl: *ctl, batch: *batch,
 			huge: *huge, populate: *populate, memory: *memory})
 	}
 	if err != nil {
@@ -91,6 +93,7 @@ type config struct {
 	// Options.HugePages and Populate of the store.
 	huge, populate bool
 	memory         bool              // scaling.NewMemory: no file
+	batch          int               // keys per AddBatch (0: 4096)
 	check          func(path string) // the tests: called after Create
 }
 
@@ -170,7 +173,10 @@ func run(w io.Writer, c config) error {
 	}
 	min0, maj0 := faults()
 	u0, s0 := cpuTimes()
-	const batch = 4096
+	batch := uint64(max(c.batch, 0))
+	if batch == 0 {
+		batch = 4096
+	}
 	keys := make([][]byte, batch)
 	bufs := make([][16]byte, batch)
 	ids := make([]uint64, batch)
@@ -186,14 +192,14 @@ func run(w io.Writer, c config) error {
 			return err
 		}
 		done += m
-		if c.limit > 0 && done%(256*batch) == 0 && time.Since(t0) > c.limit {
+		if c.limit > 0 && time.Since(t0) > c.limit {
 			break
 		}
 	}
 	load := time.Since(t0)
 	min1, maj1 := faults()
 	u1, s1 := cpuTimes()
-	add(row{step: "load (AddBatch of 4096)", total: load, ops: done,
+	add(row{step: fmt.Sprintf("load (AddBatch of %d)", batch), total: load, ops: done,
 		note: fmt.Sprintf("%.2f M keys/s; user %.1f s, sys %.1f s; %d minor, %d major faults",
 			float64(done)/load.Seconds()/1e6, (u1 - u0).Seconds(), (s1 - s0).Seconds(), min1-min0, maj1-maj0)})
 	if c.memory {
