@@ -59,8 +59,16 @@ const DefaultCompactHeadroom = 0.10
 // filter when it sizes it from the keys it counted.
 const MinCompactCapacity = 1024
 
-// compactChunk is how many keys Compact hands AddBatch at a time.
-const compactChunk = 4096
+// compactChunk is how many keys Compact hands AddBatch at a time: a 64th
+// of the compacted filter's capacity, from 4096 to 16M keys (at most 80
+// bytes a key of memory while it runs: the key's slice, id, arena share
+// and AddBatch's sort). The exclusive handle sweeps each batch in block
+// order, so each batch dirties every page of the filter once; a filter
+// larger than the kernel's dirty limits needs few, long batches. Measured
+// with bench/bigload at 1e9 keys (a 7.4 GB file): batches of 4M keys
+// 411 s, of 16M 155 s, of 64M 133 s (docs/PERFORMANCE.md, "A billion
+// keys").
+func compactChunk(capacity uint64) int { return int(min(max(capacity/64, 4096), 1<<24)) }
 
 // CompactReport is what Compact did.
 type CompactReport struct {
@@ -262,9 +270,10 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 	if st, e := orig.Stat(); e == nil {
 		os.Chmod(name, st.Mode().Perm())
 	}
-	keys := make([][]byte, 0, compactChunk)
-	ids := make([]uint64, 0, compactChunk)
-	arena := make([]byte, 0, 64*compactChunk)
+	chunk := compactChunk(rep.Capacity)
+	keys := make([][]byte, 0, chunk)
+	ids := make([]uint64, 0, chunk)
+	arena := make([]byte, 0, 32*chunk)
 	flush := func() error {
 		if len(keys) == 0 {
 			return nil
@@ -287,7 +296,7 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 		arena = append(arena, key...)
 		keys = append(keys, arena[len(arena)-len(key):len(arena):len(arena)])
 		ids = append(ids, id)
-		if len(keys) == compactChunk {
+		if len(keys) == chunk {
 			addErr = flush()
 		}
 		return addErr

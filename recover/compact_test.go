@@ -522,3 +522,19 @@ func TestCompactKill(t *testing.T) {
 	}
 	t.Logf("%d trials: %v", trials, outcomes)
 }
+
+// TestCompactChunk: Compact's batches are a 64th of the capacity, within
+// 4096 and 16M keys.
+func TestCompactChunk(t *testing.T) {
+	for _, tc := range []struct {
+		capacity uint64
+		want     int
+	}{
+		{0, 4096}, {1024, 4096}, {64 * 4096, 4096}, {64*4096 + 64, 4097}, {1e8, 1562500},
+		{1e9, 15625000}, {1e10, 1 << 24}, {1 << 62, 1 << 24},
+	} {
+		if got := compactChunk(tc.capacity); got != tc.want {
+			t.Errorf("compactChunk(%d) = %d, want %d", tc.capacity, got, tc.want)
+		}
+	}
+}
