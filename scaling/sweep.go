@@ -16,8 +16,8 @@ import (
 // page of a mapped file is dirtied once per batch (where the batch's order
 // dirties pages at random, and a file larger than the kernel's dirty limits
 // takes a write fault for each store to a page write-back cleaned), and
-// 2 MiB of counters take one TLB entry's worth of page walks, not one per key
-// (docs/PERFORMANCE.md, "A billion keys").
+// the keys of one page share its page walk (docs/PERFORMANCE.md, "Swept
+// batches", "A billion keys").
 //
 // The result is the batch's: Adds to one filter commute (a counter goes up
 // by one, or stays at 15), and everything else an Add changes is settled
