@@ -59,16 +59,12 @@ const DefaultCompactHeadroom = 0.10
 // filter when it sizes it from the keys it counted.
 const MinCompactCapacity = 1024
 
-// compactChunk is how many keys Compact hands AddBatch at a time: a 64th
-// of the compacted filter's capacity, from 4096 to 16M keys (at most 80
-// bytes a key of memory while it runs: the key's slice, id, arena share
-// and AddBatch's sort). The exclusive handle sweeps each batch in block
-// order, so each batch dirties every page of the filter once; a filter
-// larger than the kernel's dirty limits needs few, long batches. Measured
-// with bench/bigload at 1e9 keys (a 7.4 GB file): batches of 4M keys
-// 411 s, of 16M 155 s, of 64M 133 s (docs/PERFORMANCE.md, "A billion
-// keys").
-func compactChunk(capacity uint64) int { return int(min(max(capacity/64, 4096), 1<<24)) }
+// compactChunk is how many keys Compact hands AddBatch at a time:
+// scaling.BulkBatch (a 64th of the capacity, from 4096) up to 16M keys,
+// at most 80 bytes a key of memory while it runs (the key's slice, id,
+// arena share and AddBatch's sort). Compact of 1e9 keys took 156 s
+// (docs/PERFORMANCE.md, "A billion keys").
+func compactChunk(capacity uint64) int { return min(scaling.BulkBatch(capacity), 1<<24) }
 
 // CompactReport is what Compact did.
 type CompactReport struct {

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 
@@ -36,6 +37,18 @@ import (
 // of 1M keys, 97 against 117 at 10M (docs/PERFORMANCE.md, "Swept
 // batches").
 const sweepMin = 1 << 12
+
+// BulkBatch is how many keys a bulk load should hand an exclusive
+// handle's AddBatch at a time, for a newest filter of capacity keys: a
+// 64th of the capacity, and at least 4096. AddBatch sweeps each batch in
+// block order, so each batch writes every page of the filter once, and a
+// file larger than the kernel's dirty limits loads fast only in few, long
+// batches: 1e9 keys (a 7.4 GB file) took 411 s in batches of 4M keys,
+// 155 s of 16M, 133 s of 64M, and in batches of 4096 would take hours
+// (docs/PERFORMANCE.md, "A billion keys"). The sweep keeps 16 bytes a key
+// while it runs, on top of the caller's keys: cap the result to what the
+// caller can hold.
+func BulkBatch(capacity uint64) int { return int(min(max(capacity/64, sweepMin), math.MaxInt32)) }
 
 // sweepKeep is the longest sort buffer (in words) a handle keeps between
 // swept batches: 8 bytes a key and as many again, 1 MiB.

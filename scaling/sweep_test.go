@@ -129,3 +129,19 @@ func sameStore(t *testing.T, a, b *Filter) {
 		}
 	}
 }
+
+// TestBulkBatch: a 64th of the capacity, at least a swept run, and an int
+// on every platform.
+func TestBulkBatch(t *testing.T) {
+	for _, tc := range []struct {
+		capacity uint64
+		want     int
+	}{
+		{0, sweepMin}, {64 * sweepMin, sweepMin}, {64*sweepMin + 64, sweepMin + 1}, {1e9, 15625000},
+		{1 << 63, 1<<31 - 1},
+	} {
+		if got := BulkBatch(tc.capacity); got != tc.want {
+			t.Errorf("BulkBatch(%d) = %d, want %d", tc.capacity, got, tc.want)
+		}
+	}
+}
