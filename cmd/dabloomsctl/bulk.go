@@ -84,7 +84,10 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 		return explain(path, err)
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
-	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch), skipLeft: o.skip, start: time.Now()}
+	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch), skipLeft: o.skip, maxBatch: maxBatch, start: time.Now()}
+	if fs := f.Stats().Filters; o.exclusive && op == "add" && len(fs) > 0 {
+		b.maxBatch = exclusiveBatch(fs[len(fs)-1].Capacity)
+	}
 	if o.checkpoint == 0 && o.flushEvery == 0 {
 		b.startApplier()
 	}
@@ -126,6 +129,7 @@ type bulk struct {
 	pipe               *applier // nil: each batch is applied as it fills
 	lockTimedOut       bool     // the run timed out waiting for a lock: not flushed
 	skipLeft           uint64   // keys --skip has yet to pass over
+	maxBatch           int      // keys per batch at most (maxBatch, exclusiveBatch)
 	start              time.Time
 }
 
@@ -217,8 +221,16 @@ type batch struct {
 	results []error
 }
 
-// maxBatch is how many keys one AddBatch or RemoveBatch takes at most.
+// maxBatch is how many keys one AddBatch or RemoveBatch takes at most,
+// but for an exclusive add (exclusiveBatch).
 const maxBatch = 4096
+
+// exclusiveBatch is how many keys one AddBatch takes at most on an
+// exclusive handle whose newest filter holds capacity keys:
+// scaling.BulkBatch (a 64th of it, from 4096) up to 4M keys. The reading
+// and the applying keep three batches, about 100 bytes a key: up to 1.2
+// GB for a store of 256M keys or more.
+func exclusiveBatch(capacity uint64) int { return min(scaling.BulkBatch(capacity), 1<<22) }
 
 // collect queues one key; the batch is applied when full, or earlier so
 // that it ends exactly where a --checkpoint or --flush-every falls.
@@ -244,7 +256,7 @@ func (b *bulk) collect(it item) error {
 	q.ids = append(q.ids, id)
 	q.lines = append(q.lines, it.line)
 	switch {
-	case b.pipe != nil && len(q.ids) == maxBatch:
+	case b.pipe != nil && len(q.ids) == b.maxBatch:
 		return b.handOver()
 	case b.pipe == nil && uint64(len(q.ids)) >= b.batchLimit():
 		return b.apply(q)
@@ -252,12 +264,12 @@ func (b *bulk) collect(it item) error {
 	return nil
 }
 
-// batchLimit is the size at which the batch must be applied: maxBatch, or
+// batchLimit is the size at which the batch must be applied: b.maxBatch, or
 // the keys left until the next checkpoint or flush (a flush counts changed
 // keys, never more than the processed ones, so the batch ends at or before
 // it).
 func (b *bulk) batchLimit() uint64 {
-	limit := uint64(maxBatch)
+	limit := uint64(b.maxBatch)
 	if n := b.o.checkpoint; n > 0 {
 		limit = min(limit, n-(b.o.skip+b.res.Processed)%n)
 	}

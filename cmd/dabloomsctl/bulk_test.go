@@ -142,3 +142,52 @@ func TestBulkFailureHidesLaterLines(t *testing.T) {
 		}
 	}
 }
+
+// TestExclusiveBatch: an exclusive add takes a 64th of the newest
+// filter's capacity per batch, from 4096 to 4M lines.
+func TestExclusiveBatch(t *testing.T) {
+	for _, tc := range []struct {
+		capacity uint64
+		want     int
+	}{{1000, maxBatch}, {1e6, 15625}, {1e8, 1562500}, {1e9, 1 << 22}} {
+		if got := exclusiveBatch(tc.capacity); got != tc.want {
+			t.Errorf("exclusiveBatch(%d) = %d, want %d", tc.capacity, got, tc.want)
+		}
+	}
+}
+
+// TestAddExclusiveLongBatches: an exclusive add --from into a large store
+// goes in batches longer than 4096 lines (swept by AddBatch), past a
+// growth, and every key is there with the count the command reports.
+func TestAddExclusiveLongBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.dbl")
+	mustCreate(t, path, "--capacity", "1000000", "--error-rate", "0.01")
+	const n = 1_100_000 // past the first filter's capacity
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "key-%d\t%d\n", i, i+1)
+	}
+	if r := cli(t, in.String(), "add", path, "--from", "-", "--exclusive", "--json"); r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf(`"processed": %d`, n)) {
+		t.Fatalf("add --exclusive: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%d", i)
+	}
+	out := make([]bool, n)
+	f.ContainsBatch(keys, out)
+	for i, ok := range out {
+		if !ok {
+			t.Fatalf("key %q is missing", keys[i])
+		}
+	}
+	st := f.Stats()
+	if len(st.Filters) != 2 || st.Count != n {
+		t.Fatalf("%d filters holding %d keys, want 2 holding %d", len(st.Filters), st.Count, n)
+	}
+}
