@@ -2,8 +2,9 @@
 // a user runs on it afterwards (issue 32, "A billion keys"): it creates a
 // store of capacity n (ErrorRate 0.01, default options), opens it
 // exclusive, adds n 16-byte keys with AddBatch in batches of -batch keys
-// (default 4096; ids increasing; each batch swept in block order,
-// docs/PERFORMANCE.md "Swept batches"), flushes and closes it; then opens
+// (default scaling.BulkBatch(n): a 64th of n, at least 4096; ids
+// increasing; each batch swept in block order, docs/PERFORMANCE.md "Swept
+// batches"), flushes and closes it; then opens
 // it again and times Contains of present and absent keys, recover.Verify (quick and full),
 // dabloomsctl inspect, recover.Backup and recover.Compact. It prints a
 // table, with the page faults the load took.
@@ -56,7 +57,7 @@ func main() {
 	ctl := flag.String("dabloomsctl", "", "dabloomsctl binary for inspect (default: built from ../cmd/dabloomsctl)")
 	huge := flag.Bool("huge", false, "create the store with Options.HugePages")
 	populate := flag.Bool("populate", false, "create the store with Options.Populate")
-	batch := flag.Int("batch", 4096, "keys per AddBatch call")
+	batch := flag.Int("batch", 0, "keys per AddBatch call (0: scaling.BulkBatch(n), a 64th of n, at least 4096)")
 	memory := flag.Bool("memory", false, "load a store in memory (scaling.NewMemory): the load and lookups only")
 	flag.Parse()
 	n, err := parseCount(*nf)
@@ -93,7 +94,7 @@ type config struct {
 	// Options.HugePages and Populate of the store.
 	huge, populate bool
 	memory         bool              // scaling.NewMemory: no file
-	batch          int               // keys per AddBatch (0: 4096)
+	batch          int               // keys per AddBatch (0: scaling.BulkBatch(n))
 	check          func(path string) // the tests: called after Create
 }
 
@@ -175,7 +176,7 @@ func run(w io.Writer, c config) error {
 	u0, s0 := cpuTimes()
 	batch := uint64(max(c.batch, 0))
 	if batch == 0 {
-		batch = 4096
+		batch = uint64(scaling.BulkBatch(c.n))
 	}
 	keys := make([][]byte, batch)
 	bufs := make([][16]byte, batch)

@@ -91,7 +91,7 @@ func TestRun(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, want := range []string{
-					fmt.Sprintf("%d keys (capacity %d)", n, n), "| load (AddBatch of 4096) |", "| Flush |",
+					fmt.Sprintf("%d keys (capacity %d)", n, n), "| load (AddBatch of 15625) |", "| Flush |",
 					"| Open (shared) |", "| Contains, present |", "| Contains, absent |",
 					"| recover.Verify (Quick) |", "| recover.Verify |", "| recover.Backup |",
 					"| recover.Compact (Capacity n) |",
