@@ -93,7 +93,8 @@ func TestMPSweepKill(t *testing.T) {
 		if !errors.As(p.Err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() {
 			t.Fatalf("trial %d: the sweeper was not killed (%v):\n%s", trial, p.Err, p.Out)
 		}
-		if d := shm.Load(2); d != 0 {
+		d := shm.Load(2)
+		if d != 0 {
 			done++
 			batchTime = time.Duration(d)
 		}
@@ -105,8 +106,13 @@ func TestMPSweepKill(t *testing.T) {
 		if wasArmed {
 			armed++
 		}
-		if n > 0 && n < sweepKillKeys {
+		switch {
+		case n > 0 && n < sweepKillKeys:
 			inside++
+		case n == 0 && d == 0:
+			// Killed before the sweep began (a loaded machine hashes and
+			// sorts slowly): kill later next time.
+			batchTime = batchTime * 3 / 2
 		}
 	}
 	t.Logf("%d trials: %d cut inside the sweep (%d inside a block's change), %d batches done; the last took %v", trial, inside, armed, done, batchTime)
