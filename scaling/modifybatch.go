@@ -115,6 +115,9 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 			return err
 		}
 		i = j
+		if i == len(keys) {
+			break // every key was added: no chain to read again
+		}
 		if c, err = f.current(); err != nil {
 			return &BatchError{Index: i, Err: err}
 		}
