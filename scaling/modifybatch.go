@@ -34,9 +34,9 @@ const modifyAhead = batchDepth
 // handle it does not allocate.
 //
 // On an exclusive handle (Options.Exclusive) a run of 4096 or more keys
-// bound for the newest filter (ids not below its range, room for all of
-// them) is swept: hashed, sorted by block, and added in that order, so the
-// stores walk the counters from first to last, each page of the file is
+// that an Add would route to the newest filter (no late ids), as many as
+// it has room for, is swept: hashed, sorted by block, and added in that
+// order, so the stores walk the counters from first to last, each page of the file is
 // dirtied once per batch, and a large store loads many times faster than
 // in the batch's order (docs/PERFORMANCE.md, "A billion keys"). The result
 // is the same as adding the keys in order; the sweep takes 16 bytes a key

@@ -32,7 +32,7 @@ import (
 // the file waits for its Close (I18).
 
 // sweepMin is the shortest run AddBatch sweeps. Batches of 4096 keys
-// (dabloomsctl add's) gain from it already: a 4096-key exclusive AddBatch
+// gain from it already: a 4096-key exclusive AddBatch
 // took a median 87 cpu-ns a key swept against 105 in order into a store
 // of 1M keys, 97 against 117 at 10M (docs/PERFORMANCE.md, "Swept
 // batches").
@@ -96,8 +96,8 @@ func (f *Filter) sweepRun(c *chain, ids []uint64) (k int, lo, hi uint64, sweep b
 
 // sweepAdd adds keys, all bound for c's newest filter n with ids from lo
 // to hi, in the order of their blocks (see above). It reports false, having
-// changed nothing but perhaps the range, if n was sealed (then the caller
-// adds them one by one).
+// added nothing (n marked dirty, its range as it was), if n was sealed
+// (then the caller adds them one by one).
 func (f *Filter) sweepAdd(c *chain, keys [][]byte, lo, hi uint64, scratch *[]uint64) (bool, error) {
 	n, w := c.f[len(c.f)-1], f.w
 	if err := f.ensureDirty(&n.line.Mark); err != nil {

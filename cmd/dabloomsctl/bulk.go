@@ -228,8 +228,9 @@ const maxBatch = 4096
 // exclusiveBatch is how many keys one AddBatch takes at most on an
 // exclusive handle whose newest filter holds capacity keys:
 // scaling.BulkBatch (a 64th of it, from 4096) up to 4M keys. The reading
-// and the applying keep three batches, about 100 bytes a key: up to 1.2
-// GB for a store of 256M keys or more.
+// and the applying keep two batches, about 100 bytes a line of ~30
+// bytes (more for longer keys): up to about 1 GB for a store of 256M keys
+// or more.
 func exclusiveBatch(capacity uint64) int { return min(scaling.BulkBatch(capacity), 1<<22) }
 
 // collect queues one key; the batch is applied when full, or earlier so
