@@ -138,6 +138,7 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
+	prefetchTarget(c, h, id)
 	g, err := f.w.startOp(f, h.native)
 	if err != nil {
 		return err
@@ -150,6 +151,20 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return f.add(c, h, id)
 	}
 	return f.remove(c, h, id)
+}
+
+// prefetchTarget starts the miss of the key's block in the filter an
+// operation with id most likely changes (the newest whose range starts at
+// or below id), before the operation takes its locks: a guess read
+// without them, which only decides what is prefetched (a prefetch never
+// faults, nor changes anything).
+func prefetchTarget(c *chain, h hashes, id uint64) {
+	i := len(c.f) - 1
+	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
+		i--
+	}
+	m := c.f[i]
+	m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
 }
 
 // An Add or a Remove is a row of named steps, each its own function or
