@@ -108,6 +108,7 @@ func allSpecs() []spec {
 		oursMemSpec,
 		oursOriginalSpec,
 		oursOriginalExclSpec,
+		oursFloorSpec,
 		oursBatchSpec,
 		oursExclBatchSpec,
 		bloomv3Spec,
