@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -246,7 +248,9 @@ func TestLookupsDoNotWaitForAFlushLock(t *testing.T) {
 	}
 	flushed := make(chan error, 1)
 	go func() { flushed <- h.Flush() }()
-	time.Sleep(100 * time.Millisecond) // the Flush waits for the lock
+	// The Flush must be waiting for the lock before the lookup, or the
+	// test proves nothing: its goroutine is seen inside the lock's wait.
+	waitForStack(t, "(*Filter).flush", "mmapfile.lockFD")
 	if !h.Contains(replKey(0, 399)) {
 		t.Fatal("a key of the grown chain is not found")
 	}
@@ -259,4 +263,23 @@ func TestLookupsDoNotWaitForAFlushLock(t *testing.T) {
 	if err := <-flushed; err != nil {
 		t.Fatalf("Flush once the lock is free: %v", err)
 	}
+}
+
+// waitForStack waits (at most 10 s) until one goroutine's stack holds
+// every one of frames.
+func waitForStack(t *testing.T, frames ...string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			all := true
+			for _, f := range frames {
+				all = all && strings.Contains(g, f)
+			}
+			if all {
+				return
+			}
+		}
+	}
+	t.Fatalf("no goroutine reached %q in 10 s", frames)
 }
