@@ -152,35 +152,54 @@ func BenchmarkOrigFloor(b *testing.B) {
 
 // BenchmarkCachedAddRemove is an Add and a Remove of the same key on a
 // filter small enough to stay in the cache (capacity 20,000, 120 KB): the
-// cost of the operations without their cache miss.
+// cost of the operations without their cache miss, on a shared and on an
+// exclusive handle. It reserves 1 GiB of address space, not the default
+// 64 GiB, so that it also runs under valgrind, whose instruction counts
+// (the difference of two runs of different lengths) do not move with the
+// machine's load as times do (docs/PERFORMANCE.md, "Where a single Add and
+// Remove go").
 //
 //	go test ./scaling -run '^$' -bench CachedAddRemove -benchtime 2000000x
 func BenchmarkCachedAddRemove(b *testing.B) {
 	requireFiles(b)
 	const n = 10_000
 	keys := getKeys(n)
-	f, err := Create(filepath.Join(b.TempDir(), "small.dbl"), &Options{Capacity: 2 * n, ErrorRate: 0.01})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	for i := range n {
-		if err := f.Add(keys.key(i), uint64(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var ct cpuTimer
-	b.ReportAllocs()
-	b.ResetTimer()
-	ct.start()
-	defer ct.stop(b)
-	for i := 0; i < b.N; i++ {
-		k := keys.key(i % n)
-		if err := f.Add(k, uint64(n+i)); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Remove(k, uint64(n+i)); err != nil {
-			b.Fatal(err)
-		}
+	for _, mode := range []struct {
+		name      string
+		exclusive bool
+	}{{"shared", false}, {"excl", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "small.dbl")
+			f, err := Create(path, &Options{Capacity: 2 * n, ErrorRate: 0.01, Reserve: 1 << 30})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if mode.exclusive {
+				f.Close()
+				if f, err = Open(path, &OpenOptions{Exclusive: true, Reserve: 1 << 30}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			defer f.Close()
+			for i := range n {
+				if err := f.Add(keys.key(i), uint64(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var ct cpuTimer
+			b.ReportAllocs()
+			b.ResetTimer()
+			ct.start()
+			defer ct.stop(b)
+			for i := 0; i < b.N; i++ {
+				k := keys.key(i % n)
+				if err := f.Add(k, uint64(n+i)); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Remove(k, uint64(n+i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
