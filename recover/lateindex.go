@@ -259,9 +259,11 @@ func newLateKeys(a *analysis, img image, i int) (*lateKeys, error) {
 	}
 	// The index state word is made durable before the first entry is
 	// stored (scaling's allocIndex), so a sound line whose word reads
-	// IndexNone says i took no late Add.
+	// IndexNone says i took no late Add. A line whose range reaches at or
+	// below the frontier is not sound in that (belowFrontier): the keys
+	// it claims there come back as late Adds.
 	fi := &a.filters[i]
-	known := a.hotOK && fi.lineOK
+	known := a.hotOK && fi.lineOK && !a.belowFrontier(i)
 	if known && fi.line.Index != header.IndexAllocated {
 		return lk, nil
 	}

@@ -428,13 +428,18 @@ func (p *patch) fillGarbageLines(a *analysis, left []int) {
 // widened before the counters change but made durable only with the next
 // sync of the lines, so for the newest filter (the only one whose range
 // widens) it may be behind: its range is open-ended, from the smaller of its
-// first id and the line's. An older filter's range was sealed when the next
-// filter was appended (its line is synced before that one changes); if the
-// line is garbage, the directory's first ids bound it. A first id above
-// the largest id (which no library writes: a damaged directory entry)
-// bounds nothing: the range starts at 0, so no key of the filter is left
-// out (keys of older filters may come back into it too, which costs
-// accuracy, not keys).
+// first id and the line's. A newest filter with a late-add index never
+// widens over an id at or below the frontier (I8: its ids there are late
+// Adds, which Rebuild takes from its index), yet its first id can lie there
+// (the filter before it had an empty range when it was appended) and so can
+// a line an OS crash damaged: its range starts above the frontier, so that
+// the rebuilt range overlaps no older one's. An older filter's range was
+// sealed when the next filter was appended (its line is synced before that
+// one changes); if the line is garbage, the directory's first ids bound
+// it. A first id above the largest id (which no library writes: a damaged
+// directory entry) bounds nothing: the range starts at 0, so no key of the
+// filter is left out (keys of older filters may come back into it too,
+// which costs accuracy, not keys).
 func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 	fi := &a.filters[i]
 	first := fi.desc.FirstID
@@ -445,6 +450,9 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 		lo = first
 		if fi.lineOK && fi.minID <= fi.maxID {
 			lo = min(lo, fi.minID)
+		}
+		if f, ok := a.frontier(i); ok && lo <= f {
+			lo = f + 1
 		}
 		return lo, header.MaxID, true
 	}
@@ -459,6 +467,41 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 		return lo, next - 1, true
 	}
 	return lo, header.MaxID, true
+}
+
+// frontier returns, for the newest filter i if it has a late-add index, the
+// largest id of the older filters' ranges as Repair and Rebuild leave them
+// (scaling's chain.frontier: its route sends an id at or below it to the
+// index, never into i's range), and false if i has no index, no older
+// range holds an id, or the frontier leaves no id above it (a damaged
+// directory: the overlap stays, and Verify notes it).
+func (a *analysis) frontier(i int) (uint64, bool) {
+	if a.filters[i].desc.IndexBytes() == 0 {
+		return 0, false // it widens as version 1.0 did, over older ranges
+	}
+	var f uint64
+	held := false
+	for j := range i {
+		if lo, hi, ask := a.rangeFor(j); ask && lo <= hi {
+			f, held = max(f, hi), true
+		}
+	}
+	return f, held && f < header.MaxID
+}
+
+// belowFrontier reports whether the sound line of the newest filter i, with
+// a late-add index, reads a range reaching at or below the frontier, which
+// its routing never makes (a line an OS crash damaged, or one an older
+// library widened): Rebuild asks for its range from above the frontier
+// (rangeFor), and takes the keys below it that no other filter holds as
+// late Adds of i (newLateKeys), so that none is lost.
+func (a *analysis) belowFrontier(i int) bool {
+	fi := &a.filters[i]
+	if i != len(a.filters)-1 || !fi.lineOK || fi.minID > fi.maxID {
+		return false
+	}
+	f, ok := a.frontier(i)
+	return ok && fi.minID <= f
 }
 
 // rebuildAhead is how many keys ahead of its counters rebuild prefetches.

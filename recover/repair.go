@@ -47,7 +47,10 @@ func RepairContext(ctx context.Context, path string, o *RepairOptions) (*Report,
 // a machine restart, corrupt filters): each filter that needs it is zeroed
 // and its keys are re-added from src, which is called once per such filter
 // with the filter's id range: [FirstID, LastID] of its line, open-ended for
-// the newest filter, whose line may lag behind its adds. Filters untouched
+// the newest filter, whose line may lag behind its adds (and, if it has a
+// late-add index, starting above the older filters' ranges, which its
+// routing never widens it over: the rebuilt ranges do not overlap; its
+// keys below them come back as late Adds). Filters untouched
 // since the last flush are kept as they are. The result is marked clean.
 func Rebuild(path string, src Source, o *RepairOptions) (*Report, error) {
 	return RebuildContext(context.Background(), path, src, o)
