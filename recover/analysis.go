@@ -503,11 +503,12 @@ func (a *analysis) readLines() {
 // an older filter's breaks what the file's routing promises, and Removes of
 // ids in the overlap can be refused with scaling.ErrAmbiguous, which Repair
 // cannot undo (it would have to know which filter each key went to), but
-// Compact can. It is reported as a located note, not as damage: Rebuild
-// before the fix of issue 27 item 2 made such overlaps itself (asking for a
-// newest filter's keys from a first id, or a damaged line's, inside an
-// older range; rangeFor now starts above the frontier), and files it wrote
-// keep them. A filter without an index (the first of a chain, one a
+// Compact can. It is reported as a located note, not as damage: an Add by
+// a library before the fix of issue 27 item 2 made such overlaps, and so
+// did a Rebuild by a library before 2026-11-27 (it asked for a newest
+// filter's keys from a first id, or a damaged line's, inside an older
+// range; rangeFor now starts above the frontier); files they wrote keep
+// them. A filter without an index (the first of a chain, one a
 // 1.0 library appended, an imported one) widens its range as version 1.0
 // did, over older ones: for it an overlap is a note.
 func (a *analysis) checkOverlaps() {
@@ -527,10 +528,10 @@ func (a *analysis) checkOverlaps() {
 			}
 			off := a.lineWord(j, &fj.line.MinID)
 			if fj.desc.IndexBytes() > 0 {
-				// A note, not damage: a Rebuild before the fix of issue 27
-				// item 2 could make such an overlap itself.
+				// A note, not damage: older libraries' Adds and Rebuilds
+				// made such overlaps (see above).
 				a.note(Clean, a.entry(j), -1, off, "id range", nil,
-					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d], which this filter's routing never does (it has a late-add index: ids at or below the older filters' ranges go there; an Add or a Rebuild of this filter before the fix of issue 27 item 2 widened it): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; lookups are not affected. Repair cannot undo it; Compact rewrites the chain as one filter",
+					"id range [%d, %d] overlaps [%d, %d] of the older filter %d in ids [%d, %d], which this filter's routing never does (it has a late-add index: ids at or below the older filters' ranges go there; an Add by a library before the fix of issue 27 item 2, or a Rebuild by one before 2026-11-27, widened it): a Remove of an id in the overlap whose key looks present in both filters is refused with ErrAmbiguous; lookups are not affected. Repair cannot undo it; Compact rewrites the chain as one filter",
 					fj.minID, fj.maxID, fi.minID, fi.maxID, a.entry(i), lo, hi)
 			} else {
 				a.note(Clean, a.entry(j), -1, off, "id range", nil,
