@@ -84,7 +84,7 @@ func (a *app) runBulk(ctx context.Context, op string, path string, keys []string
 		return explain(path, err)
 	}
 	defer f.Close() // idempotent: the Close in finish is the one whose error counts
-	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch), skipLeft: o.skip, maxBatch: maxBatch, start: time.Now()}
+	b := &bulk{a: a, f: f, op: op, o: o, res: bulkJSON{Schema: "dabloomsctl." + op + "/v1", Path: path, Op: op}, batch: new(batch), skipLeft: o.skip, maxBatch: maxBatch, maxBytes: maxBatchBytes, start: time.Now()}
 	if fs := f.Stats().Filters; o.exclusive && op == "add" && len(fs) > 0 {
 		b.maxBatch = exclusiveBatch(fs[len(fs)-1].Capacity)
 	}
@@ -130,6 +130,7 @@ type bulk struct {
 	lockTimedOut       bool     // the run timed out waiting for a lock: not flushed
 	skipLeft           uint64   // keys --skip has yet to pass over
 	maxBatch           int      // keys per batch at most (maxBatch, exclusiveBatch)
+	maxBytes           int      // key bytes per batch: applied once it holds this many (maxBatchBytes)
 	start              time.Time
 }
 
@@ -225,12 +226,19 @@ type batch struct {
 // but for an exclusive add (exclusiveBatch).
 const maxBatch = 4096
 
+// maxBatchBytes bounds a batch by its keys' bytes as well as by their
+// number: a batch is applied once its keys hold this many bytes, so that
+// long keys (lines may be up to maxLine) cannot make a batch of maxBatch
+// or exclusiveBatch lines take gigabytes.
+const maxBatchBytes = 256 << 20
+
 // exclusiveBatch is how many keys one AddBatch takes at most on an
 // exclusive handle whose newest filter holds capacity keys:
 // scaling.BulkBatch (a 64th of it, from 4096) up to 4M keys. The reading
 // and the applying keep two batches, about 100 bytes a line of ~30
-// bytes (more for longer keys): up to about 1 GB for a store of 256M keys
-// or more.
+// bytes: up to about 1 GB for a store of 256M keys or more. Longer keys
+// make shorter batches (maxBatchBytes), so two batches stay within about
+// 1 GB (their keys' bytes plus about 64 bytes a key) whatever the keys.
 func exclusiveBatch(capacity uint64) int { return min(scaling.BulkBatch(capacity), 1<<22) }
 
 // collect queues one key; the batch is applied when full, or earlier so
@@ -256,16 +264,18 @@ func (b *bulk) collect(it item) error {
 	q.ends = append(q.ends, len(q.buf))
 	q.ids = append(q.ids, id)
 	q.lines = append(q.lines, it.line)
+	full := len(q.buf) >= b.maxBytes
 	switch {
-	case b.pipe != nil && len(q.ids) == b.maxBatch:
+	case b.pipe != nil && (full || len(q.ids) == b.maxBatch):
 		return b.handOver()
-	case b.pipe == nil && uint64(len(q.ids)) >= b.batchLimit():
+	case b.pipe == nil && (full || uint64(len(q.ids)) >= b.batchLimit()):
 		return b.apply(q)
 	}
 	return nil
 }
 
-// batchLimit is the size at which the batch must be applied: b.maxBatch, or
+// batchLimit is the size at which the batch must be applied (unless its
+// keys reach b.maxBytes first): b.maxBatch, or
 // the keys left until the next checkpoint or flush (a flush counts changed
 // keys, never more than the processed ones, so the batch ends at or before
 // it).

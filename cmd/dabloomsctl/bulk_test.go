@@ -191,3 +191,58 @@ func TestAddExclusiveLongBatches(t *testing.T) {
 		t.Fatalf("%d filters holding %d keys, want 2 holding %d", len(st.Filters), st.Count, n)
 	}
 }
+
+// TestBatchByteCap: a batch is applied once its keys hold maxBytes bytes,
+// however few lines it has, with and without the applier goroutine; every
+// key gets added. The control, with no byte cap (as before), applies
+// nothing in 25 lines.
+func TestBatchByteCap(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		piped         bool
+		maxBytes      int
+		applied, left int // batches applied (or handed over) and keys left after 25 keys
+	}{
+		{"direct", false, 1000, 2, 5},
+		{"piped", true, 1000, 2, 5},
+		{"control-no-cap", false, maxBatchBytes, 0, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := scaling.NewMemory(&scaling.Options{Capacity: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			b := &bulk{a: &app{}, f: f, op: "add", o: &bulkOpts{}, batch: new(batch), maxBatch: maxBatch, maxBytes: tc.maxBytes}
+			if tc.piped {
+				b.startApplier()
+			}
+			key := func(i int) []byte { return fmt.Appendf(nil, "%0100d", i) } // 100 bytes
+			for i := range 25 {
+				if err := b.collect(item{key: key(i), id: uint64(i + 1), hasID: true, line: i + 1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var applied int
+			if tc.piped {
+				applied = b.pipe.sent // (b.res is the applier's until applyRest)
+			} else {
+				applied = int(b.res.Processed) / 10
+			}
+			if applied != tc.applied || len(b.batch.ids) != tc.left {
+				t.Fatalf("after 25 keys of 100 bytes: %d batch(es) applied, %d key(s) waiting; want %d and %d", applied, len(b.batch.ids), tc.applied, tc.left)
+			}
+			if err := b.applyRest(nil); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 25 {
+				if !f.Contains(key(i)) {
+					t.Fatalf("key %d is missing", i)
+				}
+			}
+			if b.res.Processed != 25 {
+				t.Fatalf("processed %d keys, want 25", b.res.Processed)
+			}
+		})
+	}
+}
