@@ -106,25 +106,15 @@ func growChain(path string, n int) error {
 
 // mapFile maps the file read-write and finds its filters.
 func (s *oursFloor) mapFile() error {
-	fd, err := os.OpenFile(s.path, os.O_RDWR, 0)
-	if err != nil {
+	var p *header.Picked
+	var err error
+	if s.m, p, err = mapPicked(s.path, true); err != nil {
 		return err
 	}
-	defer fd.Close()
-	fi, err := fd.Stat()
-	if err != nil {
-		return err
-	}
-	if s.m, err = unix.Mmap(int(fd.Fd()), 0, int(fi.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
-		return fmt.Errorf("mmap %s: %w", s.path, err)
-	}
-	p, err := header.Pick(s.m, fi.Size())
-	if err != nil {
-		return err
-	}
+	size := int64(len(s.m))
 	s.seed = p.Params.Seed
 	for _, d := range p.Filters {
-		if d.HashID != header.HashXXH64Seeded || d.Offset+d.CounterBytes() > fi.Size() || d.Counters/2 > uint64(d.CounterBytes()) {
+		if d.HashID != header.HashXXH64Seeded || d.Offset+d.CounterBytes() > size || d.Counters/2 > uint64(d.CounterBytes()) {
 			return fmt.Errorf("ours-original-floor: filter in slot %d is not a native filter that fits the file", d.Slot)
 		}
 		w := unsafe.Slice((*uint64)(unsafe.Pointer(&s.m[d.Offset])), d.Counters/16)

@@ -56,24 +56,12 @@ func newOursWalk(c buildConfig) (system, error) {
 // prepare maps the filled file and finds its filter. The directory must
 // hold exactly one Blocked1024 filter with the native hash.
 func (s *oursWalk) prepare() error {
-	fd, err := os.Open(s.path)
-	if err != nil {
-		return err
-	}
-	defer fd.Close()
-	fi, err := fd.Stat()
-	if err != nil {
-		return err
-	}
-	m, err := unix.Mmap(int(fd.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return fmt.Errorf("mmap %s: %w", s.path, err)
-	}
+	m, p, err := mapPicked(s.path, false)
 	s.m = m
-	p, err := header.Pick(m, fi.Size())
 	if err != nil {
 		return err
 	}
+	size := int64(len(m))
 	if len(p.Filters) != 1 {
 		return fmt.Errorf("ours-walk: the file has %d filters, the walk reads one", len(p.Filters))
 	}
@@ -81,7 +69,7 @@ func (s *oursWalk) prepare() error {
 	if d.LayoutID != header.LayoutBlocked1024 || d.HashID != header.HashXXH64Seeded {
 		return fmt.Errorf("ours-walk: filter layout %d hash %d, the walk reads blocked1024 with the native hash", d.LayoutID, d.HashID)
 	}
-	if d.Offset+d.CounterBytes() > fi.Size() || d.Counters%counting4.BlockCounters1024 != 0 || d.Counters/2 > uint64(d.CounterBytes()) {
+	if d.Offset+d.CounterBytes() > size || d.Counters%counting4.BlockCounters1024 != 0 || d.Counters/2 > uint64(d.CounterBytes()) {
 		return errors.New("ours-walk: the filter's entry does not fit the file")
 	}
 	s.w = unsafe.Slice((*uint64)(unsafe.Pointer(&m[d.Offset])), d.Counters/16)
@@ -123,4 +111,29 @@ func (s *oursWalk) close() error {
 		err = cerr
 	}
 	return err
+}
+
+// mapPicked maps the whole file at path, shared, read-only and populated
+// or read-write, and picks its metadata (header.Pick). The mapping is
+// returned even with an error from Pick, for the caller to unmap.
+func mapPicked(path string, write bool) ([]byte, *header.Picked, error) {
+	flag, prot, mflags := os.O_RDONLY, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE
+	if write {
+		flag, prot, mflags = os.O_RDWR, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED
+	}
+	fd, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := unix.Mmap(int(fd.Fd()), 0, int(fi.Size()), prot, mflags)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	p, err := header.Pick(m, fi.Size())
+	return m, p, err
 }
