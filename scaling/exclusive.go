@@ -107,7 +107,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 // disarmed by thaw if its last owner died.
 func (f *Filter) becomeExclusive(shared *uint64, flags uint64) {
 	f.sharedReplaced, f.replaced = shared, &f.noReplace
-	f.w = exclWriter{}
+	f.setWriter(exclWriter{})
 	if u := header.UndoAt(f.hot); flags&header.FlagUndoBlock != 0 && atomic.LoadUint64(&u.Block) == 0 {
 		counting4.StoreOrdered(&u.Owner, uint64(f.slot)+1)
 		f.undo = &counting4.Undo{Block: &u.Block, Saved: &u.Saved}
@@ -121,7 +121,11 @@ func (f *Filter) becomeExclusive(shared *uint64, flags uint64) {
 
 // isExclusive reports whether f is the exclusive writer (tests).
 func (f *Filter) isExclusive() bool {
-	_, ok := f.w.(exclWriter)
+	w := f.w
+	if h, ok := w.(routeHookWriter); ok {
+		w = h.writer
+	}
+	_, ok := w.(exclWriter)
 	return ok
 }
 
@@ -279,10 +283,10 @@ func (w exclWriter) uncount(m *member, changed bool) {
 // claimRecord takes record 0, under wmu. Ordered stores suffice:
 // every handshake of I2 its op word takes part in is with a holder of wmu
 // (the hold) or of this handle's file locks (the freeze), I18.
-func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
+func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record {
 	r := &f.rec[0]
 	counting4.StoreOrdered(&r.rec.Hash, h)
-	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, filter)))
+	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, m.idx)))
 	return r
 }
 

@@ -257,7 +257,8 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 	if sums {
 		m.Flags |= header.FlagPageSums
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, tk: knobsOf(o.knobs)}
+	f.setWriter(sharedWriter{})
 	f.setBootID(knob(o.knobs).BootID)
 	if err := f.mapHot(); err != nil {
 		return nil, err
@@ -397,7 +398,8 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, w: sharedWriter{}, tk: knobsOf(o.knobs)}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, tk: knobsOf(o.knobs)}
+	f.setWriter(sharedWriter{})
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout
 	}

@@ -257,17 +257,14 @@ func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.
 	kh = m.keyHash(h)
 	pr = m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	return kh, pr, f.w.claimRecord(f, kh, op, m.idx)
+	return kh, pr, f.w.claimRecord(f, kh, op, m)
 }
 
 // routed runs once an Add is routed to m, before its record is claimed:
-// the test hook, and for a late Add (late) the index's blocks. allocIndex
+// for a late Add (late) it allocates the index's blocks. allocIndex
 // may wait for the growth lock, and a retirement or growth holding it may
 // be waiting for this handle's records to finish.
 func (f *Filter) routed(m *member, late bool, sh *quotaShard) (retry, error) {
-	if f.tk != nil && f.tk.RouteHook != nil {
-		f.tk.RouteHook(m.seq)
-	}
 	if !late {
 		return noRetry, nil
 	}
@@ -397,7 +394,7 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
 	// at a time and undoes at a zero counter, which would lower other
 	// keys' counters for a moment, so it keeps the test first.
 	w := f.w
-	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m.idx)
+	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m)
 	if m.gone() {
 		// Its filter was retired since the chain was read: the key is
 		// gone with it. Or the file is being replaced: wait, and start

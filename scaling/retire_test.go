@@ -492,7 +492,7 @@ func TestRetireWidenRace(t *testing.T) {
 		t.Fatalf("route: %v %v", m, late)
 	}
 	kh := m.keyHash(h)
-	r := f.w.claimRecord(f, kh, header.OpAdd, m.idx)
+	r := f.w.claimRecord(f, kh, header.OpAdd, m)
 	if m.gone() {
 		t.Fatal("retired already")
 	}

@@ -90,7 +90,7 @@ func (f *Filter) releaseSlot() {
 
 // claimRecord takes an idle record of this handle's slot for one operation,
 // starting at a position chosen by the key hash so goroutines rarely collide.
-func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *record {
+func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record {
 	n := uint64(len(f.rec))
 	for i := h % n; ; i = (i + 1) % n {
 		r := &f.rec[i]
@@ -104,7 +104,7 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, filter int) *rec
 			// Record first, then the state word (I2, docs/PROTOCOLS.md):
 			// a sequentially consistent store, or x86 may let the caller's
 			// load of the state word pass it.
-			atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, filter)))
+			atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, m.idx)))
 			return r
 		}
 		if i == (h%n+n-1)%n {

@@ -129,11 +129,8 @@ func (f *Filter) sweepAdd(c *chain, keys [][]byte, lo, hi uint64, scratch *[]uin
 			_, p := n.cf.PrepareOrder(os[a])
 			n.cf.PrefetchProbe(p)
 		}
-		if f.tk != nil && f.tk.RouteHook != nil {
-			f.tk.RouteHook(n.seq)
-		}
 		kh, pr := n.cf.PrepareOrder(o)
-		r := w.claimRecord(f, kh, header.OpAdd, n.idx)
+		r := w.claimRecord(f, kh, header.OpAdd, n)
 		rec := r.counters()
 		n.cf.AddProbe(pr, &rec)
 		w.count(n, 1)

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
@@ -43,3 +44,28 @@ func knobsOf(k *testknobs.Knobs) *testknobs.Knobs {
 // knob returns k, or the zero Knobs (none) if k is nil (testknobs.Of). Each
 // caller reads one off a rare path (or once per handle).
 func knob(k *testknobs.Knobs) *testknobs.Knobs { return testknobs.Of(k) }
+
+// setWriter makes w the handle's writer (writer.go), wrapped in a
+// routeHookWriter if its knobs have a RouteHook: the hook is chosen here,
+// once, and no step of an operation tests for it.
+func (f *Filter) setWriter(w writer) {
+	if f.tk != nil && f.tk.RouteHook != nil {
+		w = routeHookWriter{writer: w, hook: f.tk.RouteHook}
+	}
+	f.w = w
+}
+
+// routeHookWriter is the writer of a handle whose knobs have a RouteHook
+// (testknobs.Knobs): its own writer, with the hook run once an Add is
+// routed to a filter, before its record is claimed.
+type routeHookWriter struct {
+	writer
+	hook func(seq uint64)
+}
+
+func (w routeHookWriter) claimRecord(f *Filter, h, op uint64, m *member) *record {
+	if op == header.OpAdd {
+		w.hook(m.seq)
+	}
+	return w.writer.claimRecord(f, h, op, m)
+}

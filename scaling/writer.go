@@ -34,7 +34,7 @@ type writer interface {
 	widen(m *member, id uint64) bool
 	count(m *member, d int64)
 	uncount(m *member, changed bool)
-	claimRecord(f *Filter, h, op uint64, filter int) *record
+	claimRecord(f *Filter, h, op uint64, m *member) *record
 	finish(r *record, completed bool)
 	adopt(f *Filter, m *member)
 	holdOps(f *Filter) (unlock func())

@@ -62,8 +62,10 @@ type Knobs struct {
 	// SlotReadHook runs after the Filter first finds records of a slot it
 	// does not own in flight (Stats, a rewrite's wait).
 	SlotReadHook func(slot int)
-	// RouteHook runs after an Add is routed to the filter with the given
-	// chain number, before its record is claimed.
+	// RouteHook runs once an Add (single, batched or swept) is routed to
+	// the filter with the given chain number, before its record is
+	// claimed. A handle with one has its writer wrapped when it is made
+	// (scaling/testknobs.go): no operation tests for it.
 	RouteHook func(seq uint64)
 
 	// RecoverStep runs at each named step of a recover call (Repair and
