@@ -9,7 +9,7 @@
 # filter) at two lengths; the difference of the inclusive counts of
 # instrAdd and instrRemove, divided by the difference of the lengths, is
 # the cost of one operation with the setup and the benchmark framework
-# subtracted. The original: scaling_bloom_add and scaling_bloom_remove,
+# subtracted (the median of three runs of each length). The original: scaling_bloom_add and scaling_bloom_remove,
 # inclusive, over 200,000 calls each in the harness the comparison tool
 # builds (bench/coriginal/harness.c), with its source from
 # ../shared/reference/dablooms-0.9.1-src. Needs valgrind and a C compiler.
@@ -23,14 +23,16 @@ trap 'rm -rf "$tmp"' EXIT
 command -v valgrind >/dev/null || { echo "instructions.sh needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 
 go test -c -o "$tmp/s.test" ./scaling
-short=20000 long=120000
+short=20000 long=120000 runs=3
 for mode in shared excl; do
   for n in $short $long; do
-    # asyncpreemptoff: callgrind asserts on the signals of Go's
-    # asynchronous preemption.
-    (cd "$tmp" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="cg.$mode.$n" ./s.test \
-      -test.run '^$' -test.bench "^BenchmarkInstr\$/^$mode\$" -test.benchtime ${n}x -test.cpu 1 >"cg.$mode.$n.log" 2>&1) ||
-      { tail -20 "$tmp/cg.$mode.$n.log" >&2; exit 1; }
+    for r in $(seq $runs); do
+      # asyncpreemptoff: callgrind asserts on the signals of Go's
+      # asynchronous preemption.
+      (cd "$tmp" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="cg.$mode.$n.$r" ./s.test \
+        -test.run '^$' -test.bench "^BenchmarkInstr\$/^$mode\$" -test.benchtime ${n}x -test.cpu 1 >"cg.$mode.$n.$r.log" 2>&1) ||
+        { tail -20 "$tmp/cg.$mode.$n.$r.log" >&2; exit 1; }
+    done
   done
 done
 # incl FILE FUNC: FUNC's inclusive instruction count in callgrind's file.
@@ -38,10 +40,16 @@ incl() {
   callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
     awk -v f="$2" '!done && index($0, f) { gsub(",", "", $1); print $1; done = 1 }'
 }
+# median MODE N FUNC: the median over the runs of FUNC's inclusive count
+# (a run now and then counts some thousand instructions more or less in
+# one call of the thousands: the median leaves it out).
+median() {
+  for r in $(seq $runs); do incl "$tmp/cg.$1.$2.$r" "$3"; done | sort -n | sed -n "$(( (runs + 1) / 2 ))p"
+}
 per() { # mode func
   local a b
-  a=$(incl "$tmp/cg.$1.$short" "$2")
-  b=$(incl "$tmp/cg.$1.$long" "$2")
+  a=$(median "$1" $short "$2")
+  b=$(median "$1" $long "$2")
   echo $(( (b - a) / (long - short) ))
 }
 printf '%-22s %8s %8s\n' "instructions per op" add remove
