@@ -3,6 +3,7 @@ package scaling
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -46,9 +47,9 @@ import (
 // growth and late-add index are every handle's, so a kill leaves what
 // Repair repairs exactly (I18, TestMPExclusiveKill).
 //
-// The handle reads its own replaced word (noReplace, always ReplaceNone)
-// in place of the file's, which says ReplaceFreezing for everyone else;
-// sharedReplaced is the file's.
+// The handle reads its own replaced word (exclWriter.noReplace, always
+// ReplaceNone) in place of the file's, which says ReplaceFreezing for
+// everyone else; exclWriter.sharedReplaced is the file's.
 
 // takeExclusive makes f, opened read-write on a file of flags flags and
 // not yet shared, the file's only writer until it is closed.
@@ -56,7 +57,7 @@ func (f *Filter) takeExclusive(flags uint64) error {
 	switch {
 	case f.file == nil && !f.ro:
 		// In memory the Filter is its store's only handle.
-		f.becomeExclusive(&f.noReplace, flags)
+		f.becomeExclusive(nil, flags)
 		return nil
 	case f.ro:
 		return &OptionError{Field: "Exclusive", Value: true, Reason: "needs a read-write handle"}
@@ -102,16 +103,21 @@ func (f *Filter) takeExclusive(flags uint64) error {
 }
 
 // becomeExclusive makes f, not yet shared, the exclusive writer (w) of a
-// file of flags flags; shared is the file's replaced word. In a file with
+// file of flags flags; shared is the file's replaced word (nil in memory,
+// where the handle's own is the store's). In a file with
 // header.FlagUndoBlock it takes the undo block (header/undo.go), left
 // disarmed by thaw if its last owner died.
 func (f *Filter) becomeExclusive(shared *uint64, flags uint64) {
-	f.sharedReplaced, f.replaced = shared, &f.noReplace
-	f.setWriter(exclWriter{})
+	w := &exclWriter{sharedReplaced: shared}
+	if shared == nil {
+		w.sharedReplaced = &w.noReplace
+	}
+	f.replaced = &w.noReplace
 	if u := header.UndoAt(f.hot); flags&header.FlagUndoBlock != 0 && atomic.LoadUint64(&u.Block) == 0 {
 		counting4.StoreOrdered(&u.Owner, uint64(f.slot)+1)
-		f.undo = &counting4.Undo{Block: &u.Block, Saved: &u.Saved}
+		w.undo = &counting4.Undo{Block: &u.Block, Saved: &u.Saved}
 	}
+	f.setWriter(w)
 	if c := f.chain.Load(); c != nil {
 		for _, m := range c.f {
 			f.w.adopt(f, m)
@@ -125,59 +131,74 @@ func (f *Filter) isExclusive() bool {
 	if h, ok := w.(routeHookWriter); ok {
 		w = h.writer
 	}
-	_, ok := w.(exclWriter)
+	_, ok := w.(*exclWriter)
 	return ok
 }
 
-// exclWriter is the writer of an exclusive handle (see writer.go).
-type exclWriter struct{}
+// exclWriter is the writer of an exclusive handle (see writer.go) and the
+// state only it has. Lock order: mu (the hold) before the Filter's mu.
+type exclWriter struct {
+	// wmu is the hold: one modification at a time, and Flush and
+	// RetireBefore (holdOps); shutdown takes it after it sets closed.
+	wmu sync.Mutex
+	// sharedReplaced is the file's replaced word, which says
+	// ReplaceFreezing while the handle holds the freeze; noReplace is the
+	// one the handle reads (Filter.replaced), always ReplaceNone.
+	sharedReplaced *uint64
+	noReplace      uint64
+	// undo is the handle's undo block (nil: none; counting4.SetUndo).
+	undo *counting4.Undo
+	// sweepBuf is the sort buffer of swept batches (sweep.go; under wmu),
+	// kept between batches up to sweepKeep words.
+	sweepBuf []uint64
+}
 
 // adopt points m at the handle's own replaced word and makes its counter
 // updates stores (StoreOrdered) in place of compare-and-swaps.
-func (exclWriter) adopt(f *Filter, m *member) {
+func (w *exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
 	m.cf.SetExclusive(true)
-	m.cf.SetUndo(f.undo, m.idx)
+	m.cf.SetUndo(w.undo, m.idx)
 }
 
 // startOp takes wmu: one modification at a time; shutdown takes wmu after
 // it sets closed.
-func (exclWriter) startOp(f *Filter, _ uint64) (*guard, error) {
-	f.wmu.Lock()
+func (w *exclWriter) startOp(f *Filter, _ uint64) (*guard, error) {
+	w.wmu.Lock()
 	if f.closed.Load() {
-		f.wmu.Unlock()
+		w.wmu.Unlock()
 		return nil, ErrClosed
 	}
 	return nil, nil
 }
 
-func (exclWriter) endOp(f *Filter, _ *guard) { f.wmu.Unlock() }
+func (w *exclWriter) endOp(f *Filter, _ *guard) { w.wmu.Unlock() }
 
 // holdOps takes wmu: no modification of the handle is in flight, or
 // starts, until unlock.
-func (exclWriter) holdOps(f *Filter) (unlock func()) {
-	f.wmu.Lock()
-	return f.wmu.Unlock
+func (w *exclWriter) holdOps(f *Filter) (unlock func()) {
+	w.wmu.Lock()
+	return w.wmu.Unlock
 }
 
 // lockFlush takes wmu: no record of the handle is in flight while it
 // holds it, and it holds the file's flush and growth locks already (its
 // own growths and retirements wait for wmu).
-func (w exclWriter) lockFlush(f *Filter) (unlockGrowth, unlock func(), err error) {
+func (w *exclWriter) lockFlush(f *Filter) (unlockGrowth, unlock func(), err error) {
 	return func() {}, w.holdOps(f), nil
 }
 
 // lockGrowth takes mu only: the handle holds the file's growth lock from
 // Open to Close.
-func (exclWriter) lockGrowth(f *Filter) (unlock func(), err error) {
+func (w *exclWriter) lockGrowth(f *Filter) (unlock func(), err error) {
 	f.mu.Lock()
 	return f.mu.Unlock, nil
 }
 
 // closeWriter lets the other writers go on: at Close, once no operation
 // of this handle is in flight.
-func (exclWriter) closeWriter(f *Filter) {
-	if f.undo != nil {
+func (w *exclWriter) closeWriter(f *Filter) {
+	if w.undo != nil {
 		// A file its exclusive writer closed has a zero undo block (Verify
 		// notes one a writer left, and Repair zeroes it).
 		u := header.UndoAt(f.hot)
@@ -189,7 +210,7 @@ func (exclWriter) closeWriter(f *Filter) {
 	if f.file == nil {
 		return
 	}
-	atomic.StoreUint64(f.sharedReplaced, header.ReplaceNone)
+	atomic.StoreUint64(w.sharedReplaced, header.ReplaceNone)
 	f.file.Unlock(header.FlushLockOffset)
 	f.file.Unlock(header.GrowthLockOffset)
 }
@@ -198,7 +219,7 @@ func (exclWriter) closeWriter(f *Filter) {
 // and the pending reservations other handles left) when it is first
 // needed, and again when it runs out (Removes since may have made room),
 // and in process memory in between.
-func (exclWriter) admit(m *member, limit uint64) bool {
+func (w *exclWriter) admit(m *member, limit uint64) bool {
 	if m.gone() {
 		return false
 	}
@@ -216,7 +237,7 @@ func (exclWriter) admit(m *member, limit uint64) bool {
 // sweepRoom: the room left under limit, all of it the handle's, which a
 // swept batch uses up without admit (sweep.go); the next admit counts it
 // again.
-func (exclWriter) sweepRoom(m *member, limit uint64) (uint64, bool) {
+func (w *exclWriter) sweepRoom(m *member, limit uint64) (uint64, bool) {
 	m.room = 0
 	if m.gone() {
 		return 0, true
@@ -224,15 +245,18 @@ func (exclWriter) sweepRoom(m *member, limit uint64) (uint64, bool) {
 	return limit - min(limit, m.itemCount()+atomic.LoadUint64(&m.line.Pending)), true
 }
 
+// sweepBuffer is the sort buffer of the handle's swept batches.
+func (w *exclWriter) sweepBuffer() *[]uint64 { return &w.sweepBuf }
+
 // admitChunked is admit: nothing is reserved in the pending word.
-func (w exclWriter) admitChunked(m *member, limit, _ uint64) (*quotaShard, bool) {
+func (w *exclWriter) admitChunked(m *member, limit, _ uint64) (*quotaShard, bool) {
 	return nil, w.admit(m, limit)
 }
 
-func (exclWriter) release(*member, *quotaShard) {} // admit reserves nothing
+func (w *exclWriter) release(*member, *quotaShard) {} // admit reserves nothing
 
 // widen: nobody else widens or seals the range: one read of each word.
-func (exclWriter) widen(m *member, id uint64) bool {
+func (w *exclWriter) widen(m *member, id uint64) bool {
 	v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
 	hi := v & header.MaxID
 	switch {
@@ -252,7 +276,7 @@ func (exclWriter) widen(m *member, id uint64) bool {
 // count: nobody else writes the handle's count (nor, with no counts page,
 // the items word): no read-modify-write needed, once the handle's bit is
 // in the writers word.
-func (exclWriter) count(m *member, d int64) {
+func (w *exclWriter) count(m *member, d int64) {
 	if m.own != nil && !m.ownMarked.Load() {
 		sharedWriter{}.count(m, d)
 		return
@@ -267,7 +291,7 @@ func (exclWriter) count(m *member, d int64) {
 }
 
 // uncount is sharedWriter.uncount with count's stores.
-func (w exclWriter) uncount(m *member, changed bool) {
+func (w *exclWriter) uncount(m *member, changed bool) {
 	if m.own == nil {
 		if v := atomic.LoadUint64(&m.line.Items); int64(v) > 0 {
 			counting4.StoreOrdered(&m.line.Items, v-1)
@@ -283,7 +307,7 @@ func (w exclWriter) uncount(m *member, changed bool) {
 // claimRecord takes record 0, under wmu. Ordered stores suffice:
 // every handshake of I2 its op word takes part in is with a holder of wmu
 // (the hold) or of this handle's file locks (the freeze), I18.
-func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record {
+func (w *exclWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record {
 	r := &f.rec[0]
 	counting4.StoreOrdered(&r.rec.Hash, h)
 	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, m.idx)))
@@ -291,4 +315,4 @@ func (exclWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record
 }
 
 // finish completes the operation; record 0 stays the handle's.
-func (exclWriter) finish(r *record, completed bool) { r.end(completed) }
+func (w *exclWriter) finish(r *record, completed bool) { r.end(completed) }

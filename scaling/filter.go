@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
@@ -36,22 +35,11 @@ type Filter struct {
 	words     seqnum.Words
 	published *uint64 // the chain's end: filters ever appended
 	retired   *uint64 // filters ever retired from the chain's front
-	replaced  *uint64 // the replaced word (see replace.go); noReplace if exclusive
+	replaced  *uint64 // the replaced word (see replace.go); the exclusive writer's own if exclusive
 
-	// w is the handle's writer (writer.go), chosen before it is shared.
-	// An exclusive handle (exclusive.go): wmu serialises its
-	// modifications; sharedReplaced is the file's replaced word,
-	// noReplace the one the handle reads.
-	w              writer
-	wmu            sync.Mutex
-	sharedReplaced *uint64
-	noReplace      uint64
-	// undo is the exclusive handle's undo block (nil: none; see
-	// becomeExclusive, counting4.SetUndo).
-	undo *counting4.Undo
-	// sweepBuf is the exclusive handle's sort buffer for swept batches
-	// (sweep.go; under wmu), kept between batches up to sweepKeep words.
-	sweepBuf []uint64
+	// w is the handle's writer (writer.go), chosen before it is shared;
+	// an exclusive handle's holds the state only it has (exclusive.go).
+	w writer
 
 	// Moving to a file that replaced this one (replace.go): path and reopen
 	// open it, next is the handle on it once opened.

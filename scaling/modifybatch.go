@@ -92,16 +92,18 @@ func (f *Filter) modifyBatch(keys [][]byte, ids []uint64, op uint64, done func(i
 	}
 	// Long runs of Adds bound for the newest filter, on the only writer:
 	// swept (sweep.go); the keys between them in order.
-	// (Only an exclusive handle sweeps, under wmu: sweepBuf is its own.)
+	// (Only an exclusive handle sweeps, under its hold: the buffer is its
+	// own; a shared handle's is nil, and sweepRun never sweeps there.)
+	buf := f.w.sweepBuffer()
 	defer func() {
-		if cap(f.sweepBuf) > sweepKeep {
-			f.sweepBuf = nil // a long batch's buffer is not kept
+		if buf != nil && cap(*buf) > sweepKeep {
+			*buf = nil // a long batch's buffer is not kept
 		}
 	}()
 	for i := 0; i < len(keys); {
 		k, lo, hi, sweep := f.sweepRun(c, ids[i:])
 		if sweep {
-			swept, err := f.sweepAdd(c, keys[i:i+k], lo, hi, &f.sweepBuf)
+			swept, err := f.sweepAdd(c, keys[i:i+k], lo, hi, buf)
 			if err != nil {
 				return &BatchError{Index: i, Err: err}
 			}

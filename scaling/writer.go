@@ -19,8 +19,10 @@ package scaling
 //	flush lock      the file's flush lock (lockFlush)     wmu; it holds the file's from Open
 //	growth lock     the file's growth lock (lockGrowth)   mu only; it holds the file's from Open
 //
-// It is an interface of two empty types rather than a branch in each
-// step. A type parameter would not inline the variants either (Go calls a
+// It is an interface of two types rather than a branch in each step:
+// sharedWriter is empty, and exclWriter holds the state only the
+// exclusive writer has (its hold, the replaced words, the undo block, the
+// sweep buffer). A type parameter would not inline the variants either (Go calls a
 // type parameter's methods through its dictionary); the functions behind
 // the interface were not inlined into the steps before it, where each
 // tested a flag.
@@ -30,6 +32,7 @@ type writer interface {
 	admit(m *member, limit uint64) bool
 	admitChunked(m *member, limit, h uint64) (*quotaShard, bool)
 	sweepRoom(m *member, limit uint64) (room uint64, ok bool)
+	sweepBuffer() *[]uint64
 	release(m *member, s *quotaShard)
 	widen(m *member, id uint64) bool
 	count(m *member, d int64)
@@ -53,6 +56,9 @@ func (sharedWriter) adopt(*Filter, *member) {}
 // sweepRoom is not ok: a shared handle's batch goes in order, since
 // another writer may fill or seal the filter while it runs (sweep.go).
 func (sharedWriter) sweepRoom(*member, uint64) (uint64, bool) { return 0, false }
+
+// sweepBuffer is nil: a shared handle never sweeps.
+func (sharedWriter) sweepBuffer() *[]uint64 { return nil }
 
 // holdOps stops the handle's modifications: a shared handle's do not need
 // stopping (Close waits for their guards; Flush and RetireBefore take part
