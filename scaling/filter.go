@@ -41,21 +41,25 @@ type Filter struct {
 	// an exclusive handle's holds the state only it has (exclusive.go).
 	w writer
 
-	// Moving to a file that replaced this one (replace.go): path and reopen
-	// open it, next is the handle on it once opened.
-	path       string
-	reopen     OpenOptions
-	next       atomic.Pointer[Filter]
-	moveMu     sync.Mutex // next, userClosed, moveErr, moveTried
-	userClosed bool       // Close was called: move opens nothing more
-	moveErr    error
-	moveTried  time.Time
+	succ successor // moving to a file that replaced this one (replace.go)
 
 	chain atomic.Pointer[chain] // nil once closed
 
+	// The handle's locks, in the order they are taken: a holder of one
+	// takes only those after it.
+	//
+	//  1. the exclusive writer's hold (exclWriter.wmu; holdOps): its
+	//     operations, Flush, RetireBefore and Close;
+	//  2. growMu, then the file's growth lock (lockGrowth; Flush takes it
+	//     shared);
+	//  3. flushMu, then the file's flush lock (lockFlush);
+	//  4. mu;
+	//  5. leaves, under which nothing of this handle's is taken: a quota
+	//     shard's mu (quota.go), succ.mu (replace.go; a successor's Open
+	//     takes only the successor's locks).
 	mu         sync.Mutex // growth, meta, refresh, flush, close
-	flushMu    sync.Mutex // this handle's flushes (taken before the flush lock, before mu)
-	growMu     sync.Mutex // this handle's holders of the growth lock (before it, before mu)
+	flushMu    sync.Mutex // this handle's flushes
+	growMu     sync.Mutex // this handle's holders of the growth lock
 	metaWhich  int        // copy holding the newest generation
 	generation uint64
 
@@ -146,8 +150,8 @@ func Create(path string, opts *Options) (*Filter, error) {
 	if fz != nil {
 		fz.Done()
 	}
-	f.path = path
-	f.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
+	f.succ.path = path
+	f.succ.reopen = OpenOptions{Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, LockTimeout: o.LockTimeout,
 		knobs: o.knobs}
 	if o.Exclusive {
 		// The file is at the path already: another handle may open it,
@@ -326,7 +330,7 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 			}
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
-		f.path, f.reopen = path, o
+		f.succ.path, f.succ.reopen = path, o
 		return f, nil
 	}
 }
@@ -663,10 +667,10 @@ func (f *Filter) sync(off, n int64) error {
 // was replaced while open, Close closes the handle on the new file too.
 func (f *Filter) Close() error {
 	f.closeOnce.Do(f.shutdown)
-	f.moveMu.Lock()
-	f.userClosed = true
-	n := f.next.Load()
-	f.moveMu.Unlock()
+	f.succ.mu.Lock()
+	f.succ.userClosed = true
+	n := f.succ.next.Load()
+	f.succ.mu.Unlock()
 	if n != nil {
 		// The old file's internals were shut down when f moved; what
 		// counts is the handle the calls went to.

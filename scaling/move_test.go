@@ -58,9 +58,9 @@ func TestMoveDoesNotWaitForAHolder(t *testing.T) {
 	added := make(chan error, 1)
 	go func() { added <- s.Add([]byte("moved"), 5000) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.next.Load() == nil {
-		if s.moveMu.TryLock() {
-			s.moveMu.Unlock()
+	for s.succ.next.Load() == nil {
+		if s.succ.mu.TryLock() {
+			s.succ.mu.Unlock()
 		} else {
 			break // the writer is moving s
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,19 @@ import (
 // the operation starts over on f.live(). It never leaves the package.
 var errRetry = errors.New("dablooms: file replaced; operation starts over")
 
+// successor is how a handle moves to the file that replaced its own
+// (move): where and how to open it, and the handle on it once opened.
+type successor struct {
+	path   string      // "" in memory, or for a file opened without a path
+	reopen OpenOptions // the options the successor is opened with
+	next   atomic.Pointer[Filter]
+
+	mu         sync.Mutex // next's Store, userClosed, err, tried
+	userClosed bool       // Close was called: move opens nothing more
+	err        error      // why the last try to open it failed,
+	tried      time.Time  // and when (moveRetryDelay)
+}
+
 // moveRetryDelay is how long a handle that failed to open its file's
 // successor returns the same error before it tries again.
 const moveRetryDelay = 50 * time.Millisecond
@@ -46,18 +60,18 @@ const moveRetryDelay = 50 * time.Millisecond
 // live returns the Filter that f's calls go to: f, or the handle on the
 // file that replaced f's (and so on).
 func (f *Filter) live() *Filter {
-	n := f.next.Load()
+	n := f.succ.next.Load()
 	if n == nil {
 		return f
 	}
 	for {
-		nn := n.next.Load()
+		nn := n.succ.next.Load()
 		if nn == nil {
 			break
 		}
 		n = nn
 	}
-	f.next.Store(n) // shortcut for the next call (any successor forwards correctly)
+	f.succ.next.Store(n) // shortcut for the next call (any successor forwards correctly)
 	return n
 }
 
@@ -67,7 +81,7 @@ func (f *Filter) again(err error) bool {
 	if err == nil {
 		return false
 	}
-	return errors.Is(err, errRetry) || (errors.Is(err, ErrClosed) && f.next.Load() != nil)
+	return errors.Is(err, errRetry) || (errors.Is(err, ErrClosed) && f.succ.next.Load() != nil)
 }
 
 // settled returns f.live(), having first moved it if its file has been
@@ -88,35 +102,35 @@ func (f *Filter) settled() *Filter {
 // returns errRetry when the caller should start over on f.live(), or why
 // the successor could not be opened (retried after moveRetryDelay).
 func (f *Filter) move() error {
-	f.moveMu.Lock()
-	defer f.moveMu.Unlock()
+	f.succ.mu.Lock()
+	defer f.succ.mu.Unlock()
 	switch {
-	case f.next.Load() != nil:
+	case f.succ.next.Load() != nil:
 		return errRetry
-	case f.userClosed:
+	case f.succ.userClosed:
 		return ErrClosed
-	case f.path == "" && f.file != nil:
+	case f.succ.path == "" && f.file != nil:
 		// Still being opened (Open sets the path last): Open opens the
 		// path again.
 		return errRetry
-	case f.path == "":
+	case f.succ.path == "":
 		return &header.CorruptionError{Offset: header.ReplacedOffset, Filter: -1, Field: "replaced",
 			Reason: "a store in memory is marked replaced", Err: header.ErrCorrupt}
-	case f.moveErr != nil && time.Since(f.moveTried) < moveRetryDelay:
-		return f.moveErr
+	case f.succ.err != nil && time.Since(f.succ.tried) < moveRetryDelay:
+		return f.succ.err
 	}
-	o := f.reopen
+	o := f.succ.reopen
 	o.ReadOnly = f.ro
 	// A handle goes on with its file when a writer dies beside it; it goes
 	// on with the file that replaced it alike: a writer that died on the
 	// new file (before this handle moved) does not stop it.
 	o.AllowUnclean = true
-	nf, err := Open(f.path, &o)
+	nf, err := Open(f.succ.path, &o)
 	if err != nil {
-		f.moveErr, f.moveTried = fmt.Errorf("%w: %s: opening its successor: %w", ErrReplaced, f.path, err), time.Now()
-		return f.moveErr
+		f.succ.err, f.succ.tried = fmt.Errorf("%w: %s: opening its successor: %w", ErrReplaced, f.succ.path, err), time.Now()
+		return f.succ.err
 	}
-	f.next.Store(nf)
+	f.succ.next.Store(nf)
 	// The old file's slot, mapping and descriptor go once the calls in
 	// flight on f have returned (they start over on nf).
 	go f.closeOnce.Do(f.shutdown)
@@ -143,7 +157,7 @@ func (f *Filter) waitReplace() error {
 			return f.move()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s is held by a whole-file rewrite or an exclusive writer (for over %v)", ErrLockTimeout, f.path, f.timeout)
+			return fmt.Errorf("%w: %s is held by a whole-file rewrite or an exclusive writer (for over %v)", ErrLockTimeout, f.succ.path, f.timeout)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, time.Millisecond)
@@ -296,7 +310,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, path: path, w: sharedWriter{}}
+	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, w: sharedWriter{}, succ: successor{path: path}}
 	defer func() {
 		if err != nil {
 			mf.Close()
