@@ -22,7 +22,6 @@ import (
 // All methods are safe for concurrent use by goroutines; several processes
 // may open the same file (see the package documentation).
 type Filter struct {
-	sumBuf  *[pageWords]uint64 // Flush's copy of a page to checksum (under mu; pagesums.go)
 	r       mmapfile.Region
 	file    *mmapfile.File // nil in memory mode
 	ro      bool
@@ -31,11 +30,7 @@ type Filter struct {
 	bootID  [16]byte
 	tk      *testknobs.Knobs // the module's tests (testknobs.go); nil: none
 
-	hot       []uint64 // words [HotOffset, DataOffset)
-	words     seqnum.Words
-	published *uint64 // the chain's end: filters ever appended
-	retired   *uint64 // filters ever retired from the chain's front
-	replaced  *uint64 // the replaced word (see replace.go); the exclusive writer's own if exclusive
+	hotWords // the shared words every operation reads
 
 	// w is the handle's writer (writer.go), chosen before it is shared;
 	// an exclusive handle's holds the state only it has (exclusive.go).
@@ -57,23 +52,62 @@ type Filter struct {
 	//  5. leaves, under which nothing of this handle's is taken: a quota
 	//     shard's mu (quota.go), succ.mu (replace.go; a successor's Open
 	//     takes only the successor's locks).
-	mu         sync.Mutex // growth, meta, refresh, flush, close
-	flushMu    sync.Mutex // this handle's flushes
-	growMu     sync.Mutex // this handle's holders of the growth lock
-	metaWhich  int        // copy holding the newest generation
+	mu       sync.Mutex // growth, meta, refresh, flush, close
+	growMu   sync.Mutex // this handle's holders of the growth lock
+	flushing            // flushMu: this handle's flushes
+
+	metaCopy  // the metadata copy this handle wrote last (under mu)
+	slotState // the handle's writer slot, records and guards
+	closing   // Close's state
+
+	limit lazyLimit // filterLimit
+}
+
+// hotWords are the words of the hot page (and the state words) a Filter
+// reads on every operation, mapped once (mapHot).
+type hotWords struct {
+	hot       []uint64 // words [HotOffset, DataOffset)
+	words     seqnum.Words
+	published *uint64 // the chain's end: filters ever appended
+	retired   *uint64 // filters ever retired from the chain's front
+	replaced  *uint64 // the replaced word (see replace.go); the exclusive writer's own if exclusive
+}
+
+// metaCopy is which of the two metadata copies holds the newest
+// generation, as this handle last read or wrote it (under mu).
+type metaCopy struct {
+	metaWhich  int
 	generation uint64
+}
 
-	slot int // writer slot, -1 if read-only
-	rec  [header.RecordsPerSlot]record
+// closing is the state of Close: closed is set first, then the handle
+// waits for its operations and releases the file once (closeOnce).
+type closing struct {
+	closed    atomic.Bool
+	closeErr  error
+	closeOnce sync.Once
+}
 
-	guards     [16]guard
-	closed     atomic.Bool
-	syncFailed atomic.Bool
-	closeErr   error
-	closeOnce  sync.Once
+// flushing is the state of the handle's flushes (flush.go, pagesums.go).
+type flushing struct {
+	flushMu    sync.Mutex         // this handle's flushes
+	sumBuf     *[pageWords]uint64 // Flush's copy of a page to checksum (under mu)
+	syncFailed atomic.Bool        // a sync failed: Flush refuses from then on (ErrSyncFailed)
+}
 
-	limitOnce sync.Once // filterLimit
-	limit     int
+// slotState is the handle's writer slot (slot.go), the records of its
+// operations in flight, and the guards Close waits for.
+type slotState struct {
+	slot   int // writer slot, -1 if read-only
+	rec    [header.RecordsPerSlot]record
+	guards [16]guard
+}
+
+// lazyLimit is chainLimit of the file's parameters, worked out once
+// (filterLimit).
+type lazyLimit struct {
+	once sync.Once
+	n    int
 }
 
 // mapKeep keeps the region mapped while anything can still read it (I16,
@@ -249,7 +283,7 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 	if sums {
 		m.Flags |= header.FlagPageSums
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slot: -1, tk: knobsOf(o.knobs)}
+	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slotState: slotState{slot: -1}, tk: knobsOf(o.knobs)}
 	f.setWriter(sharedWriter{})
 	f.setBootID(knob(o.knobs).BootID)
 	if err := f.mapHot(); err != nil {
@@ -390,7 +424,7 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slot: -1, tk: knobsOf(o.knobs)}
+	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slotState: slotState{slot: -1}, tk: knobsOf(o.knobs)}
 	f.setWriter(sharedWriter{})
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout

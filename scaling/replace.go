@@ -310,7 +310,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{r: mf, file: mf, slot: -1, timeout: wait, w: sharedWriter{}, succ: successor{path: path}}
+	f := &Filter{r: mf, file: mf, slotState: slotState{slot: -1}, timeout: wait, w: sharedWriter{}, succ: successor{path: path}}
 	defer func() {
 		if err != nil {
 			mf.Close()

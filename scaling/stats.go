@@ -220,8 +220,8 @@ func (f *Filter) Stats() Stats {
 
 // filterLimit is chainLimit of the file's parameters, worked out once.
 func (f *Filter) filterLimit() int {
-	f.limitOnce.Do(func() { f.limit = chainLimit(&f.params) })
-	return f.limit
+	f.limit.once.Do(func() { f.limit.n = chainLimit(&f.params) })
+	return f.limit.n
 }
 
 // Params returns the parameters the file was created with.
