@@ -87,39 +87,9 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			c.f = append(c.f, old.f[seq-old.base])
 			continue
 		}
-		i := d.Slot
-		w, err := f.r.Words(d.Offset, d.CounterBytes()/8)
+		mb, err := f.newMember(seq, d)
 		if err != nil {
-			return fmt.Errorf("filter %d: %w", i, err)
-		}
-		cf, err := counting4.New(w, counting4.Layout(d.LayoutID), d.Counters, d.K)
-		if err != nil {
-			return &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
-		}
-		mb := &member{
-			desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced, tk: f.tk,
-			line: header.LineAt(f.hot, i),
-		}
-		if d.HashID == header.HashXXH64Seeded {
-			mb.salt = counting4.Salt(i)
-		}
-		if mb.ps, err = f.mapSums(&d); err != nil {
 			return err
-		}
-		cf.SetPageMap(mb.ps.pages)
-		f.w.adopt(f, mb)
-		if d.IndexBytes() > 0 {
-			if mb.ix, err = f.mapIndex(i, &d); err != nil {
-				return err
-			}
-			mb.ix.ps = &mb.ps
-			mb.ix.page0 = uint64(d.IndexOffset()-d.Offset) / header.PageSize
-		}
-		mb.countsPage = uint64(d.CountsOffset()-d.Offset) / header.PageSize
-		if d.HasCounts() {
-			if err := f.mapCounts(mb); err != nil {
-				return err
-			}
 		}
 		c.f = append(c.f, mb)
 	}
@@ -143,6 +113,47 @@ func (f *Filter) loadChain(m *header.Meta) error {
 	}
 	f.chain.Store(c)
 	return nil
+}
+
+// newMember maps the filter d, number seq of the chain, with its
+// checksum pages, late-add index and counts page, and readies it for the
+// handle's writer.
+func (f *Filter) newMember(seq uint64, d header.FilterDesc) (*member, error) {
+	i := d.Slot
+	w, err := f.r.Words(d.Offset, d.CounterBytes()/8)
+	if err != nil {
+		return nil, fmt.Errorf("filter %d: %w", i, err)
+	}
+	cf, err := counting4.New(w, counting4.Layout(d.LayoutID), d.Counters, d.K)
+	if err != nil {
+		return nil, &header.CorruptionError{Offset: d.Offset, Filter: i, Field: "filter", Reason: err.Error(), Err: header.ErrCorrupt}
+	}
+	mb := &member{
+		desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced, tk: f.tk,
+		line: header.LineAt(f.hot, i),
+	}
+	if d.HashID == header.HashXXH64Seeded {
+		mb.salt = counting4.Salt(i)
+	}
+	if mb.ps, err = f.mapSums(&d); err != nil {
+		return nil, err
+	}
+	cf.SetPageMap(mb.ps.pages)
+	f.w.adopt(f, mb)
+	if d.IndexBytes() > 0 {
+		if mb.ix, err = f.mapIndex(i, &d); err != nil {
+			return nil, err
+		}
+		mb.ix.ps = &mb.ps
+		mb.ix.page0 = uint64(d.IndexOffset()-d.Offset) / header.PageSize
+	}
+	mb.countsPage = uint64(d.CountsOffset()-d.Offset) / header.PageSize
+	if d.HasCounts() {
+		if err := f.mapCounts(mb); err != nil {
+			return nil, err
+		}
+	}
+	return mb, nil
 }
 
 // stale reports whether another handle or process has published filters
@@ -224,7 +235,6 @@ const (
 // probe window, which holds only its copies, and the copies that follow go
 // to the next filter's index (I9; never a widened range, I8).
 func (f *Filter) grow(seenEnd uint64, why growWhy) error {
-	appendOne := why != growFinish
 	unlock, err := f.lockGrowth()
 	if err != nil {
 		return err
@@ -236,7 +246,7 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 		return err
 	}
 	n := len(m.Filters)
-	if m.Retired+uint64(n) > seenEnd || !appendOne {
+	if m.Retired+uint64(n) > seenEnd || why == growFinish {
 		// Someone else grew the chain first (or died growing it).
 		if err := f.publish(m); err != nil {
 			return err
@@ -245,34 +255,55 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	}
 	last := m.Filters[n-1].Slot
 	lastLine := header.LineAt(f.hot, last)
-	newest := &lastLine.MaxID
-	// This handle's reservations on the newest filter count in its pending
-	// word; give them back before deciding it is full: another goroutine
-	// of this handle may have finished an Add between the caller's
-	// reclaim and now, leaving it counted in items and in pending at once.
-	// (GrowSkipsReclaim keeps them: the negative control of
-	// TestGrowGivesBackOwnReservations.)
-	if c := f.chain.Load(); c != nil && !knob(f.tk).GrowSkipsReclaim {
-		if nm := c.f[len(c.f)-1]; nm.idx == last {
-			nm.reclaim()
-		}
-	}
-	if why == growFull && atomic.LoadUint64(newest)&header.Sealed == 0 &&
+	f.reclaimNewest(last)
+	if why == growFull && atomic.LoadUint64(&lastLine.MaxID)&header.Sealed == 0 &&
 		f.lineItemCount(last)+atomic.LoadUint64(&lastLine.Pending) < m.Filters[n-1].Capacity {
 		// Not full after all: the caller's check counted Adds that were
 		// turned away, or Removes made room. It routes again.
 		return nil
 	}
-	// In a file with retired filters (FlagRing) the new filter takes the
-	// lowest free directory entry, which is also its place in the sizing
-	// schedule, and the first gap large enough.
-	i, ring := n, m.Flags&header.FlagRing != 0
-	if ring {
-		if i, err = f.freeSlot(m); err != nil {
-			return err
+	d, err := f.nextFilter(m, atomic.LoadUint64(&lastLine.MaxID)&header.MaxID+1)
+	if err != nil {
+		return err
+	}
+	// The seal that follows (publish) changes the newest filter's line,
+	// and the growth writes the directory, a filter line and new blocks:
+	// dirty first (I1; but see docs/FORMAT.md: a flush may still land
+	// during the growth).
+	if err := f.ensureDirty(&lastLine.Mark); err != nil {
+		return err
+	}
+	return f.appendFilter(m, &d)
+}
+
+// reclaimNewest gives back this handle's reservations on the newest
+// filter (directory entry last), which count in its pending word, before
+// grow decides it is full: another goroutine of this handle may have
+// finished an Add between the caller's reclaim and now, leaving it
+// counted in items and in pending at once. (GrowSkipsReclaim keeps them:
+// the negative control of TestGrowGivesBackOwnReservations.)
+func (f *Filter) reclaimNewest(last int) {
+	if c := f.chain.Load(); c != nil && !knob(f.tk).GrowSkipsReclaim {
+		if nm := c.f[len(c.f)-1]; nm.idx == last {
+			nm.reclaim()
 		}
 	}
-	d, err := describe(&m.Params, i, m.End(), atomic.LoadUint64(newest)&header.MaxID+1, true, m.Flags&header.FlagPageSums != 0)
+}
+
+// nextFilter describes the filter grow appends to m's chain, its ids
+// starting at firstID. In a file with retired filters (FlagRing) it takes
+// the lowest free directory entry, which is also its place in the sizing
+// schedule, and the first gap large enough.
+func (f *Filter) nextFilter(m *header.Meta, firstID uint64) (header.FilterDesc, error) {
+	n := len(m.Filters)
+	i, ring := n, m.Flags&header.FlagRing != 0
+	if ring {
+		var err error
+		if i, err = f.freeSlot(m); err != nil {
+			return header.FilterDesc{}, err
+		}
+	}
+	d, err := describe(&m.Params, i, m.End(), firstID, true, m.Flags&header.FlagPageSums != 0)
 	if err != nil {
 		if !errors.Is(err, ErrFull) {
 			why := err.Error()
@@ -283,29 +314,31 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 				"retire old filters (RetireBefore), compact the file (recover.Compact), or create it with a larger capacity",
 				ErrFull, n, why)
 		}
-		return err
+		return header.FilterDesc{}, err
 	}
 	if ring {
 		d.Offset = m.Place(d.Length)
 	}
 	d.Slot = i
-	// The seal below changes the newest filter's line, and the growth
-	// writes the directory, a filter line and new blocks: dirty first (I1;
-	// but see docs/FORMAT.md: a flush may still land during the growth).
-	if err := f.ensureDirty(&lastLine.Mark); err != nil {
-		return err
-	}
+	return d, nil
+}
+
+// appendFilter appends filter d to m's chain, under the growth lock, the
+// file marked dirty: its blocks, the checksums of its zero pages and its
+// line, then the directory that names it, then the chain's end.
+func (f *Filter) appendFilter(m *header.Meta, d *header.FilterDesc) error {
+	i := d.Slot
 	// Reserve the blocks first: a full disk fails here, not with a SIGBUS
 	// later. The late-add index gets its blocks when it is first used
 	// (allocIndex).
-	if err := placeFilter(f.r, &d); err != nil {
+	if err := placeFilter(f.r, d); err != nil {
 		return fmt.Errorf("growing the file for filter %d: %w", i, err)
 	}
 	if d.Sums > 0 {
 		// The checksums of its zero pages, durable before the directory
 		// names the filter: Verify trusts the pages of a filter not
 		// marked dirty.
-		if err := writeAllSums(f.r, &d, true); err != nil {
+		if err := writeAllSums(f.r, d, true); err != nil {
 			return fmt.Errorf("growing the file for filter %d: %w", i, err)
 		}
 		if err := f.sync(d.Offset+d.CoveredBytes(), d.Sums); err != nil {
@@ -319,7 +352,7 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	if err := f.sync(header.FilterLineOffset(i), header.LineSize); err != nil {
 		return err
 	}
-	m.Filters = append(m.Filters, d)
+	m.Filters = append(m.Filters, *d)
 	if err := f.writeMeta(m); err != nil {
 		return err
 	}
