@@ -30,14 +30,37 @@ func (a *analysis) checkPageSums(img image) error {
 	if a.quick || a.meta == nil || !a.hotOK || a.meta.Flags&header.FlagPageSums == 0 {
 		return nil
 	}
-	clean := a.phase == seqnum.Clean
-	type miss struct {
-		i              int
-		p, off         int64
-		stored, actual uint32
+	misses, checked, err := a.pageSumMisses(img)
+	if err != nil || len(misses) == 0 {
+		return err
 	}
-	var misses []miss
-	var checked []int
+	moved, err := a.trustMoved(img, checked)
+	if err != nil {
+		return err
+	}
+	if moved {
+		a.note(Clean, -1, -1, header.StateOffset, "page checksums", nil,
+			"a writer changed the file while its pages were read: %d page checksum(s) that did not match were not believed; verify again", len(misses))
+		return nil
+	}
+	a.notePageMisses(misses)
+	return nil
+}
+
+// pageMiss is a page of filter i whose checksum does not match: page p,
+// at offset off.
+type pageMiss struct {
+	i              int
+	p, off         int64
+	stored, actual uint32
+}
+
+// pageSumMisses checks the pages of every filter whose checksums are to
+// be trusted (all in a clean file; in another, those of filters not
+// marked dirty, less the pages changed since their checksum was taken),
+// and returns the pages that do not match and the filters checked.
+func (a *analysis) pageSumMisses(img image) (misses []pageMiss, checked []int, err error) {
+	clean := a.phase == seqnum.Clean
 	var buf []byte
 	for i := range a.filters {
 		fi := &a.filters[i]
@@ -49,7 +72,7 @@ func (a *analysis) checkPageSums(img image) error {
 		checked = append(checked, i)
 		check := make([]byte, l.End-l.MapOffset)
 		if err := readFull(img, check, l.MapOffset); err != nil {
-			return err
+			return nil, nil, err
 		}
 		covered := l.Covered * header.PageSize
 		for pos := int64(0); pos < covered; pos += chunkSize {
@@ -63,7 +86,7 @@ func (a *analysis) checkPageSums(img image) error {
 				}
 				chunk = buf[:n]
 				if err := readFull(img, chunk, d.Offset+pos); err != nil {
-					return err
+					return nil, nil, err
 				}
 			}
 			for j := int64(0); j < n; j += header.PageSize {
@@ -72,32 +95,35 @@ func (a *analysis) checkPageSums(img image) error {
 					continue // changed since its checksum was taken
 				}
 				if s, got := l.SumIn(check, p), header.PageSum(chunk[j:j+header.PageSize]); s != got {
-					misses = append(misses, miss{i, p, d.Offset + pos + j, s, got})
+					misses = append(misses, pageMiss{i, p, d.Offset + pos + j, s, got})
 				}
 			}
 		}
 	}
-	if len(misses) == 0 {
-		return nil
-	}
-	// Read again what says which pages are trusted: a writer that began
-	// meanwhile marked the file or the filter dirty before its change.
+	return misses, checked, nil
+}
+
+// trustMoved reads again what says which pages are trusted, the state word
+// and the checked filters' marks: a writer that began while the pages were
+// read marked the file or the filter dirty before its change.
+func (a *analysis) trustMoved(img image, checked []int) (bool, error) {
 	var w [8]byte
 	if err := readFull(img, w[:], header.StateOffset); err != nil {
-		return err
+		return false, err
 	}
 	moved := le.Uint64(w[:]) != a.state
 	for _, i := range checked {
 		if err := readFull(img, w[:], a.lineWord(i, &a.filters[i].line.Mark)); err != nil {
-			return err
+			return false, err
 		}
 		moved = moved || le.Uint64(w[:]) != a.filters[i].line.Mark
 	}
-	if moved {
-		a.note(Clean, -1, -1, header.StateOffset, "page checksums", nil,
-			"a writer changed the file while its pages were read: %d page checksum(s) that did not match were not believed; verify again", len(misses))
-		return nil
-	}
+	return moved, nil
+}
+
+// notePageMisses reports the pages that do not match, at most
+// maxPageFindings a filter, and marks their filters for Rebuild.
+func (a *analysis) notePageMisses(misses []pageMiss) {
 	per := map[int]int{}
 	for _, m := range misses {
 		a.needRebuild[m.i] = true
@@ -114,7 +140,6 @@ func (a *analysis) checkPageSums(img image) error {
 				"%d more pages of the filter do not match their checksums", n-maxPageFindings)
 		}
 	}
-	return nil
 }
 
 // pageRegion names what covered page p of filter d holds.

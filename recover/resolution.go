@@ -263,40 +263,82 @@ func enumerate(hs [][]hyp, target int64) (n int, first []hyp) {
 // counter is saturated) to tell which of each record's possible truths holds.
 func (a *analysis) resolve(img image, i int) (*resolution, error) {
 	fi := &a.filters[i]
-	recs := make([]*recInfo, len(fi.recs))
-	hs := make([][]hyp, len(fi.recs))
-	anyDoubt := false
-	narrowed := false
-	nhs := make([][]hyp, len(fi.recs))
-	for j, rr := range fi.recs {
-		recs[j] = &a.slots[rr.slot].recs[rr.rec]
-		hs[j] = hypsOf(recs[j])
-		if recs[j].Doubt != 0 {
-			anyDoubt = true
-		}
-		nh, err := narrow(img, fi, recs[j], hs[j])
+	ev, err := a.evidence(img, fi)
+	if err != nil {
+		return nil, err
+	}
+	res := &resolution{filter: i}
+	choice, bounded := res.choose(fi, ev)
+	if choice != nil {
+		exact, err := res.tryExact(img, fi, ev.recs, choice)
 		if err != nil {
 			return nil, err
 		}
-		nhs[j] = nh
-		narrowed = narrowed || len(nh) < len(hs[j])
+		if exact {
+			return res, nil
+		}
 	}
+	safe := make([]hyp, len(ev.recs))
+	for j, ri := range ev.recs {
+		safe[j] = safeHyp(ri)
+	}
+	*res = resolution{filter: i, why: res.why}
+	if err := res.apply(img, fi, ev.recs, safe); err != nil {
+		return nil, err
+	}
+	res.bounded = bounded && !res.underflow
+	return res, nil
+}
+
+// recEvidence is what the records of a filter's interrupted operations
+// say: each record, its possible states (hs), and those the counters as
+// they are leave possible (nhs; narrowed if any is fewer).
+type recEvidence struct {
+	recs             []*recInfo
+	hs, nhs          [][]hyp
+	anyDoubt, narrow bool
+}
+
+// evidence gathers the records of filter fi's interrupted operations and
+// their possible states.
+func (a *analysis) evidence(img image, fi *filterInfo) (*recEvidence, error) {
+	ev := &recEvidence{
+		recs: make([]*recInfo, len(fi.recs)),
+		hs:   make([][]hyp, len(fi.recs)),
+		nhs:  make([][]hyp, len(fi.recs)),
+	}
+	for j, rr := range fi.recs {
+		ri := &a.slots[rr.slot].recs[rr.rec]
+		ev.recs[j], ev.hs[j] = ri, hypsOf(ri)
+		ev.anyDoubt = ev.anyDoubt || ri.Doubt != 0
+		nh, err := narrow(img, fi, ri, ev.hs[j])
+		if err != nil {
+			return nil, err
+		}
+		ev.nhs[j] = nh
+		ev.narrow = ev.narrow || len(nh) < len(ev.hs[j])
+	}
+	return ev, nil
+}
+
+// choose picks the one combination of the records' states that the
+// counters and the item count explain (nil if none can be told, with why
+// set), or reports the filter bounded: its operations may end undone with
+// their doubted changes left high.
+func (res *resolution) choose(fi *filterInfo, ev *recEvidence) (choice []hyp, bounded bool) {
 	k := int64(fi.desc.K)
-	res := &resolution{filter: i}
-	var choice []hyp
-	bounded := false
 	switch {
 	case fi.sat == 0 && fi.itemsOK:
 		target := int64(fi.sum) - k*int64(fi.items)
-		n, first := enumerate(nhs, target)
-		if n == 0 && narrowed {
+		n, first := enumerate(ev.nhs, target)
+		if n == 0 && ev.narrow {
 			// The evidence misled (another writer made the very change a
 			// dead writer was about to make): weigh every hypothesis.
-			n, first = enumerate(hs, target)
+			n, first = enumerate(ev.hs, target)
 		}
 		switch n {
 		case 1:
-			choice = first
+			return first, false
 		case 0:
 			res.why = fmt.Sprintf("no combination of the records' possible states explains the counter sum %d with %d items", fi.sum, fi.items)
 		case -1:
@@ -304,10 +346,10 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		default:
 			res.why = fmt.Sprintf("several combinations of the records' possible states explain the counter sum %d with %d items", fi.sum, fi.items)
 		}
-	case !anyDoubt:
+	case !ev.anyDoubt:
 		// Every record's counters are known; only the item count is not.
-		choice = make([]hyp, len(recs))
-		for j, ri := range recs {
+		choice = make([]hyp, len(ev.recs))
+		for j, ri := range ev.recs {
 			if ri.Changed != 0 {
 				choice[j] = hyp{complete: true}
 			}
@@ -317,6 +359,7 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		} else {
 			res.itemsUnknown = true
 		}
+		return choice, false
 	case fi.sat > 0 && fi.itemsOK:
 		res.why = fmt.Sprintf("%d saturated counters hide the counter-sum identity", fi.sat)
 		// The operations end undone with their doubted changes left high
@@ -330,36 +373,32 @@ func (a *analysis) resolve(img image, i int) (*resolution, error) {
 		// as it is: it changes only after the counters (I6). (An item
 		// count that cannot be right, itemsOK false, is damage beside
 		// the cut operations: the default case, the filter for Rebuild.)
-		bounded = true
+		return nil, true
 	default:
 		res.why = fmt.Sprintf("the item count %d is impossible", int64(fi.items))
 	}
-	if choice != nil {
-		if err := res.apply(img, fi, recs, choice); err != nil {
-			return nil, err
-		}
-		switch {
-		case res.underflow:
-			res.why = "rolling back would take a counter below zero"
-		case res.recount && (int64(fi.sum)+res.sumDelta)%k != 0:
-			res.why = fmt.Sprintf("the counter sum %d is not a multiple of k = %d", int64(fi.sum)+res.sumDelta, k)
-		case fi.sat == 0 && !res.recount && int64(fi.sum)+res.sumDelta != k*(int64(fi.items)+res.itemsDelta):
-			res.why = "the counter sum disagrees with the item count after the roll-back"
-		default:
-			res.exact = true
-			return res, nil
-		}
+	return nil, false
+}
+
+// tryExact applies choice and reports whether the filter then satisfies
+// its identities (exact); if not, why says which fails.
+func (res *resolution) tryExact(img image, fi *filterInfo, recs []*recInfo, choice []hyp) (bool, error) {
+	if err := res.apply(img, fi, recs, choice); err != nil {
+		return false, err
 	}
-	safe := make([]hyp, len(recs))
-	for j, ri := range recs {
-		safe[j] = safeHyp(ri)
+	k := int64(fi.desc.K)
+	switch {
+	case res.underflow:
+		res.why = "rolling back would take a counter below zero"
+	case res.recount && (int64(fi.sum)+res.sumDelta)%k != 0:
+		res.why = fmt.Sprintf("the counter sum %d is not a multiple of k = %d", int64(fi.sum)+res.sumDelta, k)
+	case fi.sat == 0 && !res.recount && int64(fi.sum)+res.sumDelta != k*(int64(fi.items)+res.itemsDelta):
+		res.why = "the counter sum disagrees with the item count after the roll-back"
+	default:
+		res.exact = true
+		return true, nil
 	}
-	*res = resolution{filter: i, why: res.why}
-	if err := res.apply(img, fi, recs, safe); err != nil {
-		return nil, err
-	}
-	res.bounded = bounded && !res.underflow
-	return res, nil
+	return false, nil
 }
 
 // apply works out the counter words that choice changes. Reverting an
