@@ -509,60 +509,20 @@ const rebuildAhead = 16
 
 // rebuild zeroes filter i and re-adds the keys src yields for its id range.
 func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
-	fi := &a.filters[i]
-	d := fi.desc
-	words := make([]uint64, d.CounterBytes()/8)
-	cf, err := counting4.New(words, counting4.Layout(d.LayoutID), d.Counters, d.K)
+	d := a.filters[i].desc
+	r, err := newRefill(&d, a.meta.Params.Seed)
 	if err != nil {
 		return fmt.Errorf("filter %d: %w", a.entry(i), err)
 	}
 	lo, hi, ask := a.rangeFor(i)
-	var salt uint64
-	if d.HashID == header.HashXXH64Seeded {
-		salt = counting4.Salt(d.Slot)
-	}
-	seed := a.meta.Params.Seed
 	// Late Adds (docs/FORMAT.md, Late-add index) are read from the file as
 	// this patch leaves it (Repair's resolutions applied).
-	view := &patchView{img: img, p: p}
-	lk, err := newLateKeys(a, view, i)
-	if err != nil {
+	if r.lk, err = newLateKeys(a, &patchView{img: img, p: p}, i); err != nil {
 		return err
 	}
-	var count, late uint64
-	minID, maxID := uint64(math.MaxUint64), uint64(0)
-	// A key's block is prefetched when the source yields it and its
-	// counters changed rebuildAhead keys later, so that the cache misses of
-	// many keys overlap (as scaling's AddBatch does).
-	var ahead [rebuildAhead]uint64
-	put := func(h uint64) {
-		cf.PrefetchProbe(cf.Prepare(h))
-		slot := &ahead[count%rebuildAhead]
-		if count >= rebuildAhead {
-			cf.Add(*slot, nil)
-		}
-		*slot = h
-		count++
-	}
-	keyHash := func(key []byte) uint64 {
-		if d.HashID == header.HashMurmur3Orig {
-			return header.HashKeyOriginal(key)
-		}
-		return header.HashKey(seed, key) + salt
-	}
-	add := func(key []byte, id uint64) error {
-		if id < lo || id > hi {
-			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
-		}
-		if lk.lateElsewhere(key, id) {
-			return nil // a late Add of a newer filter
-		}
-		put(keyHash(key))
-		minID, maxID = min(minID, id), max(maxID, id)
-		return nil
-	}
+	lk := r.lk
 	if ask {
-		if err := src(lo, hi, add); err != nil {
+		if err := src(lo, hi, r.inRange(i, lo, hi)); err != nil {
 			return fmt.Errorf("rebuilding filter %d from ids [%d, %d]: %w", i, lo, hi, err)
 		}
 	}
@@ -573,29 +533,110 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		if ask {
 			top = lo - 1
 		}
-		addLate := func(key []byte, id uint64) error {
-			if kh := keyHash(key); lk.own(key, kh, id) {
-				put(kh)
-				late++
-			}
-			return nil
-		}
-		if err := src(0, top, addLate); err != nil {
+		if err := src(0, top, r.lateAdd); err != nil {
 			return fmt.Errorf("rebuilding filter %d's late Adds from ids [0, %d]: %w", i, top, err)
 		}
 	}
-	for n := count - min(count, rebuildAhead); n < count; n++ {
-		cf.Add(ahead[n%rebuildAhead], nil)
+	r.drain()
+	if r.count > itemLimit(d.Capacity) {
+		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", r.count, i, d.Capacity)
 	}
-	if count > itemLimit(d.Capacity) {
-		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", count, i, d.Capacity)
+	p.storeRefill(a, i, r, lo, hi, ask)
+	return nil
+}
+
+// refill is the counters of a filter being rebuilt, and what rebuild
+// counts while it adds the source's keys to them.
+type refill struct {
+	d     *header.FilterDesc
+	cf    *counting4.Filter
+	words []uint64
+	seed  uint64
+	salt  uint64
+	lk    *lateKeys // the late Adds of the filter and of newer ones
+
+	// A key's block is prefetched when the source yields it and its
+	// counters changed rebuildAhead keys later, so that the cache misses
+	// of many keys overlap (as scaling's AddBatch does).
+	ahead        [rebuildAhead]uint64
+	count, late  uint64 // keys added, late Adds among them
+	minID, maxID uint64 // the ids of the keys in range
+}
+
+func newRefill(d *header.FilterDesc, seed uint64) (*refill, error) {
+	r := &refill{d: d, seed: seed, words: make([]uint64, d.CounterBytes()/8), minID: math.MaxUint64}
+	var err error
+	if r.cf, err = counting4.New(r.words, counting4.Layout(d.LayoutID), d.Counters, d.K); err != nil {
+		return nil, err
 	}
+	if d.HashID == header.HashXXH64Seeded {
+		r.salt = counting4.Salt(d.Slot)
+	}
+	return r, nil
+}
+
+func (r *refill) keyHash(key []byte) uint64 {
+	if r.d.HashID == header.HashMurmur3Orig {
+		return header.HashKeyOriginal(key)
+	}
+	return header.HashKey(r.seed, key) + r.salt
+}
+
+// put adds the key of hash h (rebuildAhead keys later).
+func (r *refill) put(h uint64) {
+	r.cf.PrefetchProbe(r.cf.Prepare(h))
+	slot := &r.ahead[r.count%rebuildAhead]
+	if r.count >= rebuildAhead {
+		r.cf.Add(*slot, nil)
+	}
+	*slot = h
+	r.count++
+}
+
+// drain adds the keys put has not added yet.
+func (r *refill) drain() {
+	for n := r.count - min(r.count, rebuildAhead); n < r.count; n++ {
+		r.cf.Add(r.ahead[n%rebuildAhead], nil)
+	}
+}
+
+// inRange is the source's callback for the ids [lo, hi] of filter i.
+func (r *refill) inRange(i int, lo, hi uint64) func(key []byte, id uint64) error {
+	return func(key []byte, id uint64) error {
+		if id < lo || id > hi {
+			return fmt.Errorf("recover: the source yielded id %d outside the requested range [%d, %d] of filter %d", id, lo, hi, i)
+		}
+		if r.lk.lateElsewhere(key, id) {
+			return nil // a late Add of a newer filter
+		}
+		r.put(r.keyHash(key))
+		r.minID, r.maxID = min(r.minID, id), max(r.maxID, id)
+		return nil
+	}
+}
+
+// lateAdd is the source's callback for the ids below the filter's range:
+// the keys that are its own late Adds.
+func (r *refill) lateAdd(key []byte, id uint64) error {
+	if kh := r.keyHash(key); r.lk.own(key, kh, id) {
+		r.put(kh)
+		r.late++
+	}
+	return nil
+}
+
+// storeRefill puts the rebuilt filter i into the patch: its counters, its
+// counts, its line (the range of the keys that came back, or for a
+// sealed filter what it covered) and its late-add index.
+func (p *patch) storeRefill(a *analysis, i int, r *refill, lo, hi uint64, ask bool) {
+	d := r.d
 	b := make([]byte, d.CounterBytes())
-	for j, w := range words {
+	for j, w := range r.words {
 		le.PutUint64(b[j*8:], w)
 	}
 	p.filters[d.Offset] = b
-	p.foldCounts(a, i, count)
+	p.foldCounts(a, i, r.count)
+	minID, maxID := r.minID, r.maxID
 	if i < len(a.filters)-1 {
 		// A sealed range keeps what it covered (the newer filters' late
 		// Adds were decided against it), even if fewer keys came back.
@@ -604,24 +645,24 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 		}
 		maxID |= header.Sealed
 	}
-	if lk.index != nil {
-		p.filters[d.IndexOffset()] = lk.indexBytes()
+	if r.lk.index != nil {
+		p.filters[d.IndexOffset()] = r.lk.indexBytes()
 	}
 	p.editLine(a.entry(i), func(l *header.Line) {
 		l.Mark, l.MinID, l.MaxID, l.Pending, l.Reserved = 0, minID, maxID, 0, 0
-		if lk.index != nil {
+		if r.lk.index != nil {
 			l.Index = header.IndexAllocated
 		}
 	})
-	p.keys += count
-	if late > 0 {
-		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", a.entry(i), lo, hi, count, late)
-	} else if ask {
-		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", a.entry(i), lo, hi, count)
-	} else {
+	p.keys += r.count
+	switch {
+	case r.late > 0:
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s), %d of them late Adds", a.entry(i), lo, hi, r.count, r.late)
+	case ask:
+		p.act("filter %d: rebuilt from ids [%d, %d]: %d key(s)", a.entry(i), lo, hi, r.count)
+	default:
 		p.act("filter %d: rebuilt empty (its id range is empty)", a.entry(i))
 	}
-	return nil
 }
 
 // zeroTail patches the words after the filter's last counter to zero.
