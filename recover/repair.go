@@ -101,32 +101,12 @@ func runWith(ctx context.Context, path string, src Source, o *RepairOptions, upg
 		path = real
 	}
 	inPlace := opt.Output == "" || sameFile(opt.Output, path)
-	var f *os.File
-	var size int64
-	var img image
-	var hold *rewriteHold // a rewrite in place: the file is replaced
-	var err error
-	if inPlace && !opt.DryRun {
-		if hold, err = holdForRewrite(path, opt.Wait); err != nil {
-			return nil, err
-		}
-		defer hold.release()
-		f, size, img = hold.f, hold.size, hold.image()
-	} else {
-		var writable bool
-		if f, size, writable, err = openOriginal(path, inPlace); err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		ex, err := takeExclusive(f, writable, false, opt.Wait)
-		if err != nil {
-			return nil, err
-		}
-		defer ex.release()
-		img = &fileImage{f: f, size: size}
+	t, err := openForRepair(path, inPlace, &opt)
+	if err != nil {
+		return nil, err
 	}
-
-	img = withContext(ctx, img)
+	defer t.release()
+	img := withContext(ctx, t.img)
 	a, err := analyze(img, boot, nil)
 	if err != nil {
 		return nil, fmt.Errorf("recover: reading %s: %w", path, err)
@@ -135,35 +115,85 @@ func runWith(ctx context.Context, path string, src Source, o *RepairOptions, upg
 	if err != nil {
 		return a.report(path), err
 	}
-	switch {
-	case !upgrade:
-	case a.meta.Flags&header.FlagPageSums == 0:
-		if err := p.upgrade(a, img); err != nil {
+	if upgrade {
+		if err := p.upgradeFormat(a, img); err != nil {
 			return a.report(path), fmt.Errorf("recover: upgrading %s: %w", path, err)
 		}
-	case a.meta.Flags&header.FlagUndoBlock == 0:
-		p.upgradeUndo(a)
 	}
 	if inPlace && !p.changed && (a.size == p.size || p.tidy) {
-		rep := a.report(path)
-		left := "nothing to repair: the file was left as it is, and no backup was written"
-		if hold != nil && hold.fz != nil && hold.word == header.ReplaceFreezing {
-			// The freeze's end clears the word, as the next writer would.
-			left = "nothing to repair: the file was left as it is but for the replaced word a dead rewrite or exclusive writer left, cleared as Repair let go of the file; no backup was written"
-		}
-		rep.Actions = append(p.actions, left)
-		return rep, nil
+		return p.leftAsItIs(a, path, t.hold), nil
 	}
 	target := path
 	if !inPlace {
 		target = opt.Output
 	}
-	rep, err := replace(ctx, &original{f: f, path: path, size: size, inPlace: inPlace, frozen: hold != nil && hold.fz != nil}, p, target, boot, &opt)
+	hold := t.hold
+	rep, err := replace(ctx, &original{f: t.f, path: path, size: t.size, inPlace: inPlace, frozen: hold != nil && hold.fz != nil}, p, target, boot, &opt)
 	if hold != nil && !sameOpenFile(hold.f, path) {
 		// Renamed over (even if a later step failed): the handles move.
 		hold.done()
 	}
 	return rep, err
+}
+
+// repairTarget is the file Repair reads, held as it needs: hold, for a
+// rewrite in place (the file is replaced), else the exclusive hold of a
+// dry run or a repair to another file. release lets it go.
+type repairTarget struct {
+	f       *os.File
+	size    int64
+	img     image
+	hold    *rewriteHold
+	release func()
+}
+
+// openForRepair opens and holds the file at path for Repair.
+func openForRepair(path string, inPlace bool, opt *RepairOptions) (*repairTarget, error) {
+	if inPlace && !opt.DryRun {
+		hold, err := holdForRewrite(path, opt.Wait)
+		if err != nil {
+			return nil, err
+		}
+		return &repairTarget{f: hold.f, size: hold.size, img: hold.image(), hold: hold, release: hold.release}, nil
+	}
+	f, size, writable, err := openOriginal(path, inPlace)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := takeExclusive(f, writable, false, opt.Wait)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	release := func() {
+		ex.release()
+		f.Close()
+	}
+	return &repairTarget{f: f, size: size, img: &fileImage{f: f, size: size}, release: release}, nil
+}
+
+// upgradeFormat adds to the patch what upgrades the file one format
+// step: page checksums, else the undo block.
+func (p *patch) upgradeFormat(a *analysis, img image) error {
+	switch {
+	case a.meta.Flags&header.FlagPageSums == 0:
+		return p.upgrade(a, img)
+	case a.meta.Flags&header.FlagUndoBlock == 0:
+		p.upgradeUndo(a)
+	}
+	return nil
+}
+
+// leftAsItIs is the report of a Repair that changed nothing in place.
+func (p *patch) leftAsItIs(a *analysis, path string, hold *rewriteHold) *Report {
+	rep := a.report(path)
+	left := "nothing to repair: the file was left as it is, and no backup was written"
+	if hold != nil && hold.fz != nil && hold.word == header.ReplaceFreezing {
+		// The freeze's end clears the word, as the next writer would.
+		left = "nothing to repair: the file was left as it is but for the replaced word a dead rewrite or exclusive writer left, cleared as Repair let go of the file; no backup was written"
+	}
+	rep.Actions = append(p.actions, left)
+	return rep
 }
 
 // openOriginal opens the file to repair read-write, or read-only when the
