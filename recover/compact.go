@@ -149,15 +149,9 @@ func CompactContext(ctx context.Context, path string, src Source, o *CompactOpti
 	if src == nil {
 		return nil, fmt.Errorf("%w (Compact)", ErrNoSource)
 	}
-	var opt CompactOptions
-	if o != nil {
-		opt = *o
-	}
-	if math.IsNaN(opt.Headroom) || math.IsInf(opt.Headroom, 0) || opt.Headroom > 1e6 {
-		return nil, fmt.Errorf("%w: CompactOptions.Headroom %v", scaling.ErrInvalidOption, opt.Headroom)
-	}
-	if opt.LastID != 0 && opt.FirstID > opt.LastID {
-		return nil, fmt.Errorf("%w: CompactOptions.FirstID %d > LastID %d", scaling.ErrInvalidOption, opt.FirstID, opt.LastID)
+	opt, err := compactOptions(o)
+	if err != nil {
+		return nil, err
 	}
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		path = real
@@ -194,24 +188,48 @@ func CompactContext(ctx context.Context, path string, src Source, o *CompactOpti
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		os.Remove(tmp)
-		return nil, err // the last moment nothing was replaced
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return nil, fmt.Errorf("recover: %w", err)
-	}
-	err = mmapfile.SyncDir(filepath.Dir(path))
-	hold.done() // the handles of the old file move to the new one, whatever err
-	if err != nil {
-		return nil, fmt.Errorf("recover: the compacted file is in place, but: %w", err)
+	if err := installCompacted(ctx, tmp, path, hold); err != nil {
+		return nil, err
 	}
 	if st, err := os.Stat(path); err == nil {
 		rep.SizeAfter = st.Size()
 	}
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// compactOptions checks o and returns its value (the zero value for nil).
+func compactOptions(o *CompactOptions) (CompactOptions, error) {
+	var opt CompactOptions
+	if o != nil {
+		opt = *o
+	}
+	if math.IsNaN(opt.Headroom) || math.IsInf(opt.Headroom, 0) || opt.Headroom > 1e6 {
+		return opt, fmt.Errorf("%w: CompactOptions.Headroom %v", scaling.ErrInvalidOption, opt.Headroom)
+	}
+	if opt.LastID != 0 && opt.FirstID > opt.LastID {
+		return opt, fmt.Errorf("%w: CompactOptions.FirstID %d > LastID %d", scaling.ErrInvalidOption, opt.FirstID, opt.LastID)
+	}
+	return opt, nil
+}
+
+// installCompacted renames the compacted file tmp over path, held by
+// hold, unless ctx is done first (the last moment nothing was replaced).
+func installCompacted(ctx context.Context, tmp, path string, hold *rewriteHold) error {
+	if err := ctx.Err(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("recover: %w", err)
+	}
+	err := mmapfile.SyncDir(filepath.Dir(path))
+	hold.done() // the handles of the old file move to the new one, whatever err
+	if err != nil {
+		return fmt.Errorf("recover: the compacted file is in place, but: %w", err)
+	}
+	return nil
 }
 
 // compactRange is the id range Compact asks the Source for (see
@@ -266,44 +284,15 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 	if st, e := orig.Stat(); e == nil {
 		os.Chmod(name, st.Mode().Perm())
 	}
-	chunk := compactChunk(rep.Capacity)
-	keys := make([][]byte, 0, chunk)
-	ids := make([]uint64, 0, chunk)
-	arena := make([]byte, 0, 32*chunk)
-	flush := func() error {
-		if len(keys) == 0 {
-			return nil
-		}
-		if err := nf.AddBatch(keys, ids); err != nil {
-			return fmt.Errorf("recover: compact: adding to %s: %w", name, err)
-		}
-		rep.Keys += uint64(len(keys))
-		keys, ids, arena = keys[:0], ids[:0], arena[:0]
-		return nil
-	}
-	var addErr error // an AddBatch failure, told apart from the Source's own
-	err = src(rep.FirstID, rep.LastID, func(key []byte, id uint64) error {
-		if len(arena)+len(key) > cap(arena) && len(keys) > 0 {
-			// The keys point into arena: hand them over before it moves.
-			if addErr = flush(); addErr != nil {
-				return addErr
-			}
-		}
-		arena = append(arena, key...)
-		keys = append(keys, arena[len(arena)-len(key):len(arena):len(arena)])
-		ids = append(ids, id)
-		if len(keys) == chunk {
-			addErr = flush()
-		}
-		return addErr
-	})
+	b := newKeyBatcher(nf, name, compactChunk(rep.Capacity), &rep.Keys)
+	err = src(rep.FirstID, rep.LastID, b.add)
 	switch {
-	case addErr != nil:
-		return "", addErr
+	case b.addErr != nil:
+		return "", b.addErr
 	case err != nil:
 		return "", fmt.Errorf("%w: adding the keys: %w", ErrCompactSource, err)
 	}
-	if err = flush(); err != nil {
+	if err = b.flush(); err != nil {
 		return "", err
 	}
 	rep.FiltersAfter = len(nf.Stats().Filters)
@@ -323,6 +312,54 @@ func buildCompacted(path string, orig *os.File, p header.Params, src Source, rep
 		return "", fmt.Errorf("recover: compact: the compacted file does not verify: %w", err)
 	}
 	return name, nil
+}
+
+// keyBatcher hands the keys a Source yields to a new file in batches of
+// chunk, its keys copied into one arena per batch.
+type keyBatcher struct {
+	nf     *scaling.Filter
+	name   string
+	chunk  int
+	keys   [][]byte
+	ids    []uint64
+	arena  []byte
+	added  *uint64 // counts the keys added
+	addErr error   // an AddBatch failure, told apart from the Source's own
+}
+
+func newKeyBatcher(nf *scaling.Filter, name string, chunk int, added *uint64) *keyBatcher {
+	return &keyBatcher{nf: nf, name: name, chunk: chunk, added: added,
+		keys: make([][]byte, 0, chunk), ids: make([]uint64, 0, chunk), arena: make([]byte, 0, 32*chunk)}
+}
+
+// add is the Source's callback.
+func (b *keyBatcher) add(key []byte, id uint64) error {
+	if len(b.arena)+len(key) > cap(b.arena) && len(b.keys) > 0 {
+		// The keys point into arena: hand them over before it moves.
+		if b.addErr = b.flush(); b.addErr != nil {
+			return b.addErr
+		}
+	}
+	b.arena = append(b.arena, key...)
+	b.keys = append(b.keys, b.arena[len(b.arena)-len(key):len(b.arena):len(b.arena)])
+	b.ids = append(b.ids, id)
+	if len(b.keys) == b.chunk {
+		b.addErr = b.flush()
+	}
+	return b.addErr
+}
+
+// flush adds the batch held so far.
+func (b *keyBatcher) flush() error {
+	if len(b.keys) == 0 {
+		return nil
+	}
+	if err := b.nf.AddBatch(b.keys, b.ids); err != nil {
+		return fmt.Errorf("recover: compact: adding to %s: %w", b.name, err)
+	}
+	*b.added += uint64(len(b.keys))
+	b.keys, b.ids, b.arena = b.keys[:0], b.ids[:0], b.arena[:0]
+	return nil
 }
 
 // compactPrefix is the start of the names of Compact's temporary files for
