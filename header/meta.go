@@ -288,17 +288,8 @@ func decodeDirectory(b []byte, base, fileSize int64, ring, sums bool) ([]FilterD
 		return nil, 0, corrupt(ErrCorrupt, base+offNumFilters, -1, "filter count", "%d, must be 1 to %d", n, MaxFilters)
 	}
 	retired := le.Uint64(b[offRetired:])
-	if !ring {
-		if retired != 0 {
-			return nil, 0, corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d retired filters without the FlagRing feature flag", retired)
-		}
-		for i, c := range b[offOrder : offOrder+MaxFilters] {
-			if c != 0 {
-				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "order list without the FlagRing feature flag")
-			}
-		}
-	} else if retired > MaxID-MaxFilters {
-		return nil, 0, corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d is beyond any chain", retired)
+	if err := checkRetired(b, base, retired, ring); err != nil {
+		return nil, 0, err
 	}
 	var used [MaxFilters]bool
 	filters := make([]FilterDesc, n)
@@ -321,20 +312,57 @@ func decodeDirectory(b []byte, base, fileSize int64, ring, sums bool) ([]FilterD
 		prevEnd = f.Offset + f.Length
 	}
 	if ring {
-		for i := int(n); i < MaxFilters; i++ {
-			if b[offOrder+i] != 0 {
-				return nil, 0, corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "byte %d past the chain is not zero", i)
-			}
-		}
-		spans := slices.Clone(filters)
-		slices.SortFunc(spans, func(x, y FilterDesc) int { return cmp.Compare(x.Offset, y.Offset) })
-		for i := 1; i < len(spans); i++ {
-			if prev := spans[i-1]; spans[i].Offset < prev.Offset+prev.Length {
-				at := base + int64(offDirectory+spans[i].Slot*entrySize) + entOffset
-				return nil, 0, corrupt(ErrCorrupt, at, spans[i].Slot, "offset", "filter at %d overlaps the one at %d", spans[i].Offset, prev.Offset)
-			}
+		if err := checkRing(b, base, filters); err != nil {
+			return nil, 0, err
 		}
 	}
+	if err := checkUnused(b, base, &used); err != nil {
+		return nil, 0, err
+	}
+	return filters, retired, nil
+}
+
+// checkRetired checks the retired count and, without FlagRing (ring),
+// that neither it nor the order list is used.
+func checkRetired(b []byte, base int64, retired uint64, ring bool) error {
+	if ring {
+		if retired > MaxID-MaxFilters {
+			return corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d is beyond any chain", retired)
+		}
+		return nil
+	}
+	if retired != 0 {
+		return corrupt(ErrCorrupt, base+offRetired, -1, "retired", "%d retired filters without the FlagRing feature flag", retired)
+	}
+	for i, c := range b[offOrder : offOrder+MaxFilters] {
+		if c != 0 {
+			return corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "order list without the FlagRing feature flag")
+		}
+	}
+	return nil
+}
+
+// checkRing checks a ring directory's order list past the chain (zero)
+// and that no two of its filters overlap.
+func checkRing(b []byte, base int64, filters []FilterDesc) error {
+	for i := len(filters); i < MaxFilters; i++ {
+		if b[offOrder+i] != 0 {
+			return corrupt(ErrCorrupt, base+offOrder+int64(i), -1, "order", "byte %d past the chain is not zero", i)
+		}
+	}
+	spans := slices.Clone(filters)
+	slices.SortFunc(spans, func(x, y FilterDesc) int { return cmp.Compare(x.Offset, y.Offset) })
+	for i := 1; i < len(spans); i++ {
+		if prev := spans[i-1]; spans[i].Offset < prev.Offset+prev.Length {
+			at := base + int64(offDirectory+spans[i].Slot*entrySize) + entOffset
+			return corrupt(ErrCorrupt, at, spans[i].Slot, "offset", "filter at %d overlaps the one at %d", spans[i].Offset, prev.Offset)
+		}
+	}
+	return nil
+}
+
+// checkUnused checks that every directory entry no filter uses is zero.
+func checkUnused(b []byte, base int64, used *[MaxFilters]bool) error {
 	for i := range MaxFilters {
 		if used[i] {
 			continue
@@ -342,11 +370,11 @@ func decodeDirectory(b []byte, base, fileSize int64, ring, sums bool) ([]FilterD
 		e := b[offDirectory+i*entrySize : offDirectory+(i+1)*entrySize]
 		for _, c := range e {
 			if c != 0 {
-				return nil, 0, corrupt(ErrCorrupt, base+int64(offDirectory+i*entrySize), i, "directory", "unused entry is not zero")
+				return corrupt(ErrCorrupt, base+int64(offDirectory+i*entrySize), i, "directory", "unused entry is not zero")
 			}
 		}
 	}
-	return filters, retired, nil
+	return nil
 }
 
 // decodeEntry reads and validates directory entry i, which must start at
