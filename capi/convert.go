@@ -119,38 +119,13 @@ func convertInPlace(path string, capacity uint64, errorRate float64, k kind) (*s
 		return f, "", err
 	}
 	tmp := fmt.Sprintf("%s.converting-%d", path, os.Getpid())
-	var f *scaling.Filter
-	var rep *scaling.ImportReport
-	o := &scaling.Options{Overwrite: true}
-	if k == kindCounting {
-		f, rep, err = scaling.ImportDabloomsCounting(tmp, path, capacity, errorRate, o)
-	} else {
-		f, rep, err = scaling.ImportDablooms(tmp, path, capacity, errorRate, o)
-	}
+	rep, err := importOriginal(tmp, path, capacity, errorRate, k)
 	if err != nil {
-		return nil, "", &conversionError{capacity: capacity, errorRate: errorRate, err: err}
-	}
-	err = f.Close()
-	if err == nil && rep.State == scaling.Interrupted {
-		err = fmt.Errorf("%s is a dablooms 0.9.1 file left mid-operation (mem_seqnum 0): its counters cannot be trusted; rebuild it (not converted, not changed)", path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return nil, "", err
 	}
-	backup, err := keepOriginal(path)
+	backup, err := installConverted(tmp, path)
 	if err != nil {
-		os.Remove(tmp)
 		return nil, "", err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		os.Remove(backup)
-		return nil, "", err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	var notice string
 	if k == kindCounting {
@@ -160,8 +135,51 @@ func convertInPlace(path string, capacity uint64, errorRate float64, k kind) (*s
 			path, rep.Filters, rep.MaxID, rep.MemSeqnum, rep.DiskSeqnum, rep.State, backup)
 	}
 	fmt.Fprintln(os.Stderr, "dablooms: "+notice)
-	f, err = scaling.Open(path, nil)
+	f, err := scaling.Open(path, nil)
 	return f, notice, err
+}
+
+// importOriginal converts the original's file at path into a new file tmp
+// (removed again on failure), closed.
+func importOriginal(tmp, path string, capacity uint64, errorRate float64, k kind) (*scaling.ImportReport, error) {
+	var f *scaling.Filter
+	var rep *scaling.ImportReport
+	var err error
+	o := &scaling.Options{Overwrite: true}
+	if k == kindCounting {
+		f, rep, err = scaling.ImportDabloomsCounting(tmp, path, capacity, errorRate, o)
+	} else {
+		f, rep, err = scaling.ImportDablooms(tmp, path, capacity, errorRate, o)
+	}
+	if err != nil {
+		return nil, &conversionError{capacity: capacity, errorRate: errorRate, err: err}
+	}
+	err = f.Close()
+	if err == nil && rep.State == scaling.Interrupted {
+		err = fmt.Errorf("%s is a dablooms 0.9.1 file left mid-operation (mem_seqnum 0): its counters cannot be trusted; rebuild it (not converted, not changed)", path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	return rep, nil
+}
+
+// installConverted keeps the original at path as a backup (returned) and
+// renames the converted file tmp over path, durably.
+func installConverted(tmp, path string) (string, error) {
+	backup, err := keepOriginal(path)
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		os.Remove(backup)
+		return "", err
+	}
+	mmapfile.SyncDir(filepath.Dir(path)) // (as before: a failed directory sync is not reported)
+	return backup, nil
 }
 
 // keepOriginal links the original file under a free name beside it.
