@@ -145,9 +145,9 @@ func (f *Filter) modifyInOrder(c *chain, keys [][]byte, ids []uint64, op uint64,
 		}
 		if c, err = f.current(); err == nil {
 			if op == header.OpAdd {
-				err = f.add(c, h, ids[i])
+				err = f.add(c, h, ids[i], target{})
 			} else {
-				err = f.remove(c, h, ids[i])
+				err = f.remove(c, h, ids[i], target{})
 			}
 		}
 		switch {

@@ -138,7 +138,7 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	h := f.hash(c, key)
-	prefetchTarget(c, h, id)
+	t := prefetchTarget(c, h, id)
 	g, err := f.w.startOp(f, h.native)
 	if err != nil {
 		return err
@@ -148,23 +148,49 @@ func (f *Filter) modifyOnce(key []byte, id uint64, op uint64) error {
 		return err
 	}
 	if op == header.OpAdd {
-		return f.add(c, h, id)
+		return f.add(c, h, id, t)
 	}
-	return f.remove(c, h, id)
+	return f.remove(c, h, id, t)
 }
 
-// prefetchTarget starts the miss of the key's block in the filter an
-// operation with id most likely changes (the newest whose range starts at
-// or below id), before the operation takes its locks: a guess read
-// without them, which only decides what is prefetched (a prefetch never
-// faults, nor changes anything).
-func prefetchTarget(c *chain, h hashes, id uint64) {
+// target is the filter an operation most likely changes, with the key's
+// hash and probe in it, prepared before the operation takes its locks
+// (prefetchTarget). The zero target guesses nothing.
+type target struct {
+	m  *member
+	kh uint64
+	pr counting4.Probe
+}
+
+// prefetchTarget guesses the filter an operation with id changes (the
+// newest whose range starts at or below id), prepares the key's probe in
+// it and starts the miss of its block, before the operation takes its
+// locks: a guess read without them, which only decides what is prepared
+// (a prefetch never faults, nor changes anything). The operation's steps
+// take the probe from it when they pick the same filter (probe).
+func prefetchTarget(c *chain, h hashes, id uint64) target {
 	i := len(c.f) - 1
 	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
 		i--
 	}
 	m := c.f[i]
-	m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
+	kh := m.keyHash(h)
+	pr := m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	return target{m: m, kh: kh, pr: pr}
+}
+
+// probe returns the key hash and the prepared probe of the key of h in m:
+// the guess's, if m is the guessed filter (a member never changes its
+// filter), else prepared now, with its block's miss started.
+func (t *target) probe(m *member, h hashes) (uint64, counting4.Probe) {
+	if m == t.m {
+		return t.kh, t.pr
+	}
+	kh := m.keyHash(h)
+	pr := m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	return kh, pr
 }
 
 // An Add or a Remove is a row of named steps, each its own function or
@@ -197,12 +223,12 @@ const (
 	retryLostClaim       // a concurrent Remove claimed the late-add entry first: look again
 )
 
-func (f *Filter) add(c *chain, h hashes, id uint64) error {
+func (f *Filter) add(c *chain, h hashes, id uint64, t target) error {
 	if id > header.MaxID {
 		return fmt.Errorf("%w: id %d is above 2^63-1", ErrInvalidID, id)
 	}
 	for {
-		why, err := f.addOnce(c, h, id)
+		why, err := f.addOnce(c, h, id, &t)
 		if why == noRetry || err != nil {
 			return err
 		}
@@ -213,7 +239,7 @@ func (f *Filter) add(c *chain, h hashes, id uint64) error {
 }
 
 // addOnce is one attempt of an Add on chain c, step by step (see above).
-func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
+func (f *Filter) addOnce(c *chain, h hashes, id uint64, t *target) (retry, error) {
 	m, late, sh := route(f.w, c, id, h.native) // route, admit
 	if m == nil {
 		return retryFull, nil
@@ -221,7 +247,7 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 	if why, err := f.routed(m, late, sh); why != noRetry || err != nil {
 		return why, err
 	}
-	kh, pr, r := f.claim(m, h, header.OpAdd)
+	kh, pr, r := f.claim(m, h, t, header.OpAdd)
 	w := f.w
 	if m.gone() {
 		// Back out without touching its line again (its entry may be
@@ -247,16 +273,14 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64) (retry, error) {
 	return noRetry, nil
 }
 
-// claim is the claim step of an operation op of the key of h on m: it
-// starts the miss of the key's block (the bookkeeping that follows
-// overlaps a prefetch, where a load would hold up its locked
-// instructions) and publishes the operation in a record. The caller reads
-// the state word next (the gate, gone): record first, then the state word
-// (I2, docs/PROTOCOLS.md).
-func (f *Filter) claim(m *member, h hashes, op uint64) (kh uint64, pr counting4.Probe, r *record) {
-	kh = m.keyHash(h)
-	pr = m.cf.Prepare(kh)
-	m.cf.PrefetchProbe(pr)
+// claim is the claim step of an operation op of the key of h on m: the
+// miss of the key's block started (by prefetchTarget, or here: the
+// bookkeeping that follows overlaps a prefetch, where a load would hold
+// up its locked instructions), it publishes the operation in a record.
+// The caller reads the state word next (the gate, gone): record first,
+// then the state word (I2, docs/PROTOCOLS.md).
+func (f *Filter) claim(m *member, h hashes, t *target, op uint64) (kh uint64, pr counting4.Probe, r *record) {
+	kh, pr = t.probe(m, h)
 	return kh, pr, f.w.claimRecord(f, kh, op, m)
 }
 
@@ -328,7 +352,7 @@ func (r *record) counters() counting4.Record {
 	return counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New}
 }
 
-func (f *Filter) remove(c *chain, h hashes, id uint64) error {
+func (f *Filter) remove(c *chain, h hashes, id uint64, t target) error {
 	// A late Add (see route) is in the filter whose index holds it, whatever
 	// the id ranges say; its entry is claimed before the counters change
 	// (I10). One that loses the entry looks again: another late copy, or
@@ -336,9 +360,9 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 	for {
 		m, e, late := findLate(c, h, id)
 		if !late {
-			return f.removeInRange(c, h, id)
+			return f.removeInRange(c, h, id, &t)
 		}
-		if why, err := f.removeLate(m, h, id, e); why != retryLostClaim {
+		if why, err := f.removeLate(m, h, id, e, &t); why != retryLostClaim {
 			return err
 		}
 	}
@@ -347,8 +371,8 @@ func (f *Filter) remove(c *chain, h hashes, id uint64) error {
 // removeLate removes the late Add of (key, id) whose index entry in m is e:
 // claim, then counters (I10); Repair puts the entry back for a Remove it
 // undoes (recover/lateindex.go).
-func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry, error) {
-	kh, pr, r := f.claim(m, h, header.OpRemove)
+func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry, t *target) (retry, error) {
+	kh, pr, r := f.claim(m, h, t, header.OpRemove)
 	w := f.w
 	if m.gone() {
 		// The filter holding the key was retired since the chain was read:
@@ -378,8 +402,8 @@ func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry) (retry,
 }
 
 // removeInRange removes key from the filter whose id range holds id.
-func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
-	m, pr, err := rangeTarget(c, h, id)
+func (f *Filter) removeInRange(c *chain, h hashes, id uint64, t *target) error {
+	m, kh, pr, err := rangeTarget(c, h, id, t)
 	if err != nil {
 		return err
 	}
@@ -394,7 +418,7 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64) error {
 	// at a time and undoes at a zero counter, which would lower other
 	// keys' counters for a moment, so it keeps the test first.
 	w := f.w
-	r := w.claimRecord(f, m.keyHash(h), header.OpRemove, m)
+	r := w.claimRecord(f, kh, header.OpRemove, m)
 	if m.gone() {
 		// Its filter was retired since the chain was read: the key is
 		// gone with it. Or the file is being replaced: wait, and start
@@ -437,18 +461,17 @@ func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
 // started. Where several ranges hold id the key must be in exactly one of
 // them: decrementing the wrong one would take counts from other keys, so
 // it refuses rather than guess (ErrAmbiguous).
-func rangeTarget(c *chain, h hashes, id uint64) (*member, counting4.Probe, error) {
+func rangeTarget(c *chain, h hashes, id uint64, t *target) (*member, uint64, counting4.Probe, error) {
 	only, n := inRange(c, id)
 	switch n {
 	case 0:
-		return nil, counting4.Probe{}, ErrNotPresent
+		return nil, 0, counting4.Probe{}, ErrNotPresent
 	case 1:
 		// (Always so in a file this version wrote.)
-		pr := only.cf.Prepare(only.keyHash(h))
-		only.cf.PrefetchProbe(pr)
-		return only, pr, nil
+		kh, pr := t.probe(only, h)
+		return only, kh, pr, nil
 	}
-	var target *member
+	var found *member
 	var pr counting4.Probe
 	for i := len(c.f) - 1; i >= 0; i-- {
 		m := c.f[i]
@@ -456,16 +479,16 @@ func rangeTarget(c *chain, h hashes, id uint64) (*member, counting4.Probe, error
 			continue
 		}
 		if p := m.cf.Prepare(m.keyHash(h)); m.cf.ContainsProbe(p) {
-			if target != nil {
-				return nil, counting4.Probe{}, ErrAmbiguous
+			if found != nil {
+				return nil, 0, counting4.Probe{}, ErrAmbiguous
 			}
-			target, pr = m, p
+			found, pr = m, p
 		}
 	}
-	if target == nil {
-		return nil, counting4.Probe{}, ErrNotPresent
+	if found == nil {
+		return nil, 0, counting4.Probe{}, ErrNotPresent
 	}
-	return target, pr, nil
+	return found, found.keyHash(h), pr, nil
 }
 
 // inRange returns how many filters' id ranges hold id (0, 1, or 2 for
