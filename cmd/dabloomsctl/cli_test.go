@@ -60,6 +60,31 @@ func TestContainsExitCode(t *testing.T) {
 			t.Errorf("contains --exit-code %v: exit %d, stdout %q, stderr %q; want exit %d", c.keys, r.code, r.stdout, r.stderr, c.code)
 		}
 	}
+	// An error is never taken for "absent" (grep's convention): a missing
+	// store, a file that is not one and a bad --from line exit 2, with a
+	// message and no pointer to --help. (The old code exited 1 for each.)
+	junk := filepath.Join(filepath.Dir(path), "junk")
+	bad := filepath.Join(filepath.Dir(path), "bad.txt")
+	writeLines(t, junk, []string{"not a dablooms file"})
+	writeLines(t, bad, []string{"a", "b\tnot-an-id"})
+	for _, args := range [][]string{
+		{filepath.Join(filepath.Dir(path), "missing.dbl"), "a"},
+		{junk, "a"},
+		{path, "--from", bad},
+	} {
+		r := cli(t, "", append([]string{"contains", "--exit-code"}, args...)...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "dabloomsctl: ") || strings.Contains(r.stderr, "--help") {
+			t.Errorf("contains --exit-code %v: exit %d, stderr %q; want exit 2 and the error", args, r.code, r.stderr)
+		}
+		// Without --exit-code the same errors keep their code, 1.
+		if r := cli(t, "", append([]string{"contains"}, args...)...); r.code != 1 {
+			t.Errorf("contains %v: exit %d, want 1", args, r.code)
+		}
+	}
+	// A usage error stays one.
+	if r := cli(t, "", "contains", path, "--exit-code"); r.code != 2 || !strings.Contains(r.stderr, "--help") {
+		t.Errorf("contains --exit-code without keys: exit %d, %q", r.code, r.stderr)
+	}
 	// Without it, an absent key is an answer, not a failure.
 	if r := cli(t, "", "contains", path, "absent-key"); r.code != 0 {
 		t.Errorf("contains of an absent key: exit %d", r.code)

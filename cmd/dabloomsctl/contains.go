@@ -19,7 +19,7 @@ type containsOptions struct {
 
 func (o *containsOptions) bindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.from, "from", "", "read keys from this file (\"-\" = stdin): one KEY or KEY<TAB>ID per line")
-	fs.BoolVar(&o.exitCode, "exit-code", false, "exit 0 if every key may be present, 1 if any is absent (for scripts, like grep -q)")
+	fs.BoolVar(&o.exitCode, "exit-code", false, "exit 0 if every key may be present, 1 if any is absent, 2 on an error (for scripts, like grep -q)")
 }
 
 func newContainsCmd(a *app) *cobra.Command {
@@ -38,10 +38,12 @@ per line; the id is ignored). The file is opened read-only and is never
 written. If the file is interrupted or dirty a warning goes to stderr: its
 answers may then be wrong until it is repaired.
 
---exit-code makes the exit code the answer, for scripts: 0 when every key
-may be present, 1 when any is certainly absent (1 is also the code of an
-operational error, which writes a message to stderr; an absent key writes
-none). The answers are printed as usual (add > /dev/null to hide them).`,
+--exit-code makes the exit code the answer, for scripts, as grep does: 0
+when every key may be present, 1 when any is certainly absent (nothing is
+written to stderr), 2 on any error (a missing or unreadable file, bad
+input, an interrupt: a message on stderr says which), so that a broken
+store is never taken for "not seen". The answers are printed as usual (add
+> /dev/null to hide them).`,
 		Example: `  dabloomsctl contains spam.dbl http://a.example/ http://c.example/
   dabloomsctl contains spam.dbl --from urls.txt --json
   if dabloomsctl contains spam.dbl "$url" --exit-code >/dev/null; then echo seen; fi`,
@@ -60,6 +62,21 @@ func (a *app) runContains(ctx context.Context, path string, keys []string, o *co
 	if len(keys) == 0 && o.from == "" {
 		return usageErrorf("contains needs keys or --from")
 	}
+	err := a.answer(ctx, path, keys, o)
+	if err != nil && o.exitCode && !isAbsent(err) {
+		return answerError(err)
+	}
+	return err
+}
+
+// errAbsent is contains --exit-code's answer "a key is certainly absent".
+var errAbsent = silentExit(exitFail)
+
+func isAbsent(err error) bool { return err == errAbsent }
+
+// answer prints the answers of contains; with --exit-code it returns
+// errAbsent if any key is absent.
+func (a *app) answer(ctx context.Context, path string, keys []string, o *containsOptions) error {
 	if err := checkInput(o.from); err != nil {
 		return err
 	}
@@ -87,7 +104,7 @@ func (a *app) runContains(ctx context.Context, path string, keys []string, o *co
 		return err
 	}
 	if o.exitCode && out.absent > 0 {
-		return silentExit(exitFail)
+		return errAbsent
 	}
 	return nil
 }

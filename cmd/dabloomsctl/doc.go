@@ -59,8 +59,9 @@
 //	   dablooms file or an unknown format version, interrupted by a signal,
 //	   a key to remove was not present or ambiguous, the file must be
 //	   repaired before it can be written; contains --exit-code: a key is
-//	   absent
-//	2  usage error: unknown command or flag, wrong arguments, bad value
+//	   absent (and nothing on stderr)
+//	2  usage error: unknown command or flag, wrong arguments, bad value;
+//	   contains --exit-code: any error (grep's convention)
 //	3  verify or inspect found the file interrupted, dirty, damaged or
 //	   corrupt (a dablooms file cut short included), or repair could not
 //	   make it clean

@@ -18,6 +18,9 @@ const (
 	exitFail    = 1
 	exitUsage   = 2
 	exitUnclean = 3
+	// exitAnswerError is the code of an operational error of contains
+	// --exit-code, whose 1 means "a key is absent" (grep's convention).
+	exitAnswerError = 2
 )
 
 // exitError carries an exit code. A nil err with a code means the command
@@ -26,6 +29,10 @@ type exitError struct {
 	code int
 	err  error
 	cmd  *cobra.Command // for usage errors: whose --help to point to
+	// answer: the code is that of contains --exit-code, whose 1 means
+	// "absent": an operational error exits 2 there, and is not a usage
+	// error (no pointer to --help).
+	answer bool
 }
 
 func (e *exitError) Error() string {
@@ -44,6 +51,17 @@ func usageErrorf(format string, args ...any) error {
 // uncleanf returns exit code 3 with a message.
 func uncleanf(format string, args ...any) error {
 	return &exitError{code: exitUnclean, err: fmt.Errorf(format, args...)}
+}
+
+// answerError makes err, an error of contains --exit-code, exit with a
+// code no answer has, as grep does: 2, or the error's own code if that is
+// larger than 1.
+func answerError(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code > exitFail {
+		return err
+	}
+	return &exitError{code: exitAnswerError, err: err, answer: true}
 }
 
 // silentExit returns an exit code whose reason the command already printed.
@@ -74,7 +92,7 @@ func (a *app) exitCode(err error) int {
 	if hint := hintFor(err); hint != "" {
 		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", hint)
 	}
-	if code == exitUsage {
+	if code == exitUsage && (ee == nil || !ee.answer) {
 		name := "dabloomsctl"
 		if ee != nil && ee.cmd != nil {
 			name = ee.cmd.CommandPath()

@@ -54,7 +54,8 @@ const exitCodesHelp = `Exit codes:
      file, unsupported version, interrupted by a signal, a key to remove was
      not present or ambiguous, the file needs repair before it can be written;
      contains --exit-code: a key is absent (and nothing on stderr)
-  2  usage error: unknown command or flag, wrong number of arguments, bad value
+  2  usage error: unknown command or flag, wrong number of arguments, bad value;
+     contains --exit-code: any error (as grep: 1 is only "absent")
   3  verify or inspect found the file interrupted, dirty, damaged or corrupt
      (a dablooms file cut short included), or repair could not make it clean`
 
