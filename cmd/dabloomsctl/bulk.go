@@ -253,11 +253,7 @@ func (b *bulk) collect(it item) error {
 	if it.hasID {
 		id = it.id
 	} else if b.op == "remove" && !b.o.idSet && it.line > 0 {
-		name := b.o.from
-		if name == "-" {
-			name = "stdin"
-		}
-		return &inputError{name: name, line: it.line, msg: "no id: remove needs the id each key was added with (KEY<TAB>ID lines, or --id for lines without one)"}
+		return &inputError{name: inputName(b.o.from), line: it.line, msg: "no id: remove needs the id each key was added with (KEY<TAB>ID lines, or --id for lines without one)"}
 	}
 	q := b.batch
 	q.buf = append(q.buf, it.key...)
@@ -359,7 +355,7 @@ func (b *bulk) count(key []byte, id uint64, line int, err error) error {
 	default:
 		err = explain(b.res.Path, err)
 		if it.line > 0 {
-			return fmt.Errorf("line %d: %s %q: %w", it.line, b.op, it.key, err)
+			return fmt.Errorf("%s:%d: %s %q: %w", inputName(b.o.from), it.line, b.op, it.key, err)
 		}
 		return fmt.Errorf("%s %q: %w", b.op, it.key, err)
 	}

@@ -41,7 +41,7 @@ func bulkStopsAtFailure(t *testing.T, excl bool) {
 		args = append(args, "--exclusive")
 	}
 	r := cli(t, in.String(), args...)
-	if r.code != exitFail || !strings.Contains(r.stderr, "line 5000") {
+	if r.code != exitFail || !strings.Contains(r.stderr, "<stdin>:5000: ") {
 		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
 	}
 	var res bulkJSON
@@ -134,7 +134,7 @@ func TestBulkFailureHidesLaterLines(t *testing.T) {
 	}
 	for range 5 {
 		r := cli(t, in.String(), "add", path, "--from", "-", "--exclusive")
-		if r.code != exitFail || !strings.Contains(r.stderr, "line 4000:") {
+		if r.code != exitFail || !strings.Contains(r.stderr, "<stdin>:4000:") {
 			t.Fatalf("exit %d, stderr %s; want the failure at line 4000", r.code, r.stderr)
 		}
 		if strings.Contains(r.stderr, ":4200") || strings.Contains(r.stderr, "line 4200") {

@@ -146,7 +146,7 @@ func parseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
 	}
 	id, ok := parseDecimal(b[i+1:])
 	if !ok {
-		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
+		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal from 0 to 2^63-1)", b[i+1:])
 	}
 	return b[:i], id, true, nil
 }
@@ -239,9 +239,18 @@ func (a *app) forEachItem(ctx context.Context, verb string, keys []string, from 
 		return nil
 	}
 	if from == "-" {
-		return a.scanLines(ctx, a.stdin, "stdin", verb, 0, fn)
+		return a.scanLines(ctx, a.stdin, inputName(from), verb, 0, fn)
 	}
 	return a.scanFile(ctx, from, verb, fn)
+}
+
+// inputName is how messages name the input --from: its path, or <stdin>
+// for "-" (docs/CLI.md, Input).
+func inputName(from string) string {
+	if from == "-" {
+		return "<stdin>"
+	}
+	return from
 }
 
 // scanFile is scanLines over the file at path, with the progress bar over
@@ -284,7 +293,8 @@ func (a *app) scanRange(ctx context.Context, path, label, flag string, first, la
 // the start is dropped; a line ends at LF, and one CR before it is
 // dropped; a CR anywhere else in a line is an input error (the input has
 // CR-only line ends, which would make it one key); empty lines are
-// skipped, and so are lines whose key holds only spaces and tabs, with a
+// skipped, and so are lines whose key holds only spaces and tabs (a line of
+// only spaces and tabs among them, whatever follows its last tab), with a
 // warning (they are taken for mistakes, not keys); a line is at most
 // maxLine bytes.
 func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, total int64, fn func(it item) error) error {
@@ -323,6 +333,12 @@ func (a *app) scanLines(ctx context.Context, r io.Reader, name, label string, to
 			b = bytes.TrimPrefix(b, utf8BOM)
 		}
 		if len(b) == 0 || (len(b) == 1 && b[0] == '\r') {
+			continue
+		}
+		if isBlank(b) { // a blank key, and no id after the last tab
+			if blank++; blank == 1 {
+				firstBlank = line
+			}
 			continue
 		}
 		key, id, hasID, err := parseLine(b)

@@ -50,7 +50,7 @@ func TestInputBOM(t *testing.T) {
 func TestInputCROnly(t *testing.T) {
 	path := newFile(t)
 	r := cli(t, "a\t1\rb\t2\rc\t3\r", "add", path, "--from", "-")
-	if r.code != 1 || !strings.Contains(r.stderr, "stdin:1: a carriage return (CR) inside the line") {
+	if r.code != 1 || !strings.Contains(r.stderr, "<stdin>:1: a carriage return (CR) inside the line") {
 		t.Errorf("CR-only line ends: exit %d, %q", r.code, r.stderr)
 	}
 	if got := contained(t, path, "a", "a\t1\rb\t2\rc"); strings.Contains(got, "true") {
@@ -65,10 +65,13 @@ func TestInputCROnly(t *testing.T) {
 	}
 }
 
+// A line of only spaces and tabs is skipped with a warning, one ending in
+// a tab included (the old code stopped at a lone tab: bad id "" after the
+// tab), as docs/CLI.md says.
 func TestInputBlankLines(t *testing.T) {
 	path := newFile(t)
-	r := cli(t, "k\t1\n   \n\n \t \t5\nm\t2\n", "add", path, "--from", "-", "--json")
-	if r.code != 0 || !strings.Contains(r.stderr, "skipped 2 line(s) whose key is only spaces or tabs (the first is line 2)") {
+	r := cli(t, "k\t1\n   \n\n \t \t5\n\t\n \t\nm\t2\n", "add", path, "--from", "-", "--json")
+	if r.code != 0 || !strings.Contains(r.stderr, "<stdin>: skipped 4 line(s) whose key is only spaces or tabs (the first is line 2)") {
 		t.Errorf("whitespace-only lines: exit %d, %q", r.code, r.stderr)
 	}
 	var doc bulkJSON
@@ -90,7 +93,7 @@ func TestRemoveNeedsID(t *testing.T) {
 		t.Errorf("remove without --id: exit %d, %q", r.code, r.stderr)
 	}
 	r = cli(t, "k\n", "remove", path, "--from", "-")
-	if r.code != 1 || !strings.Contains(r.stderr, "stdin:1: no id") {
+	if r.code != 1 || !strings.Contains(r.stderr, "<stdin>:1: no id") {
 		t.Errorf("remove --from a line without an id: exit %d, %q", r.code, r.stderr)
 	}
 	if got := contained(t, path, "k"); got != "k\ttrue\n" {
@@ -109,10 +112,24 @@ func TestRemoveNeedsID(t *testing.T) {
 func TestLineIDTooLarge(t *testing.T) {
 	path := newFile(t)
 	r := cli(t, "a\t1\nb\t9223372036854775808\n", "add", path, "--from", "-")
-	if r.code != 1 || !strings.Contains(r.stderr, `line 2: add "b": id 9223372036854775808 is above 2^63-1, the largest id a key can have`) {
+	if r.code != 1 || !strings.Contains(r.stderr, `dabloomsctl: <stdin>:2: add "b": id 9223372036854775808 is above 2^63-1, the largest id a key can have`) {
 		t.Errorf("an id above 2^63-1: exit %d, %q", r.code, r.stderr)
 	}
 	checkWords(t, "an id above 2^63-1", r.stderr)
+	// Every per-line error names FILE:LINE, the library's refusals (the
+	// old code said "line 2:" alone) as the parser's; and the parser's
+	// states the limit, not "a decimal uint64".
+	in := filepath.Join(t.TempDir(), "ids.tsv")
+	writeLines(t, in, []string{"a\t1", "b\t9223372036854775808"})
+	r = cli(t, "", "add", path, "--from", in)
+	if r.code != 1 || !strings.Contains(r.stderr, "\ndabloomsctl: "+in+`:2: add "b": id 9223372036854775808 is above 2^63-1`) {
+		t.Errorf("an id above 2^63-1 in a file: exit %d, %q", r.code, r.stderr)
+	}
+	writeLines(t, in, []string{"a\t1", "b\t99999999999999999999"})
+	r = cli(t, "", "add", path, "--from", in)
+	if r.code != 1 || !strings.Contains(r.stderr, "\ndabloomsctl: "+in+`:2: bad id "99999999999999999999" after the tab (want KEY or KEY<TAB>ID with ID a decimal from 0 to 2^63-1)`) {
+		t.Errorf("an id above 2^64-1 in a file: exit %d, %q", r.code, r.stderr)
+	}
 }
 
 func TestLongLine(t *testing.T) {

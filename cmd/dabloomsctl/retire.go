@@ -68,7 +68,7 @@ nothing is not an error.`,
 			return a.runRetire(args[0], id, noFlush)
 		},
 	}
-	cmd.Flags().StringVar(&before, "before", "", "retire the filters whose ids all lie below this id (a decimal uint64 up to 2^63-1)")
+	cmd.Flags().StringVar(&before, "before", "", "retire the filters whose ids all lie below this id (a decimal from 0 to 2^63-1)")
 	cmd.Flags().BoolVar(&noFlush, "no-flush", false, "do not flush at the end (the retirement is visible to every process but not durable against an OS crash)")
 	return cmd
 }

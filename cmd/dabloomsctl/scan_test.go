@@ -69,7 +69,7 @@ func oldParseLine(b []byte) (key []byte, id uint64, hasID bool, err error) {
 	}
 	id, err = strconv.ParseUint(string(b[i+1:]), 10, 64)
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal uint64)", b[i+1:])
+		return nil, 0, false, fmt.Errorf("bad id %q after the tab (want KEY or KEY<TAB>ID with ID a decimal from 0 to 2^63-1)", b[i+1:])
 	}
 	return b[:i], id, true, nil
 }
