@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/recover"
@@ -80,14 +82,13 @@ func explain(path string, err error) error {
 		}
 	case errors.Is(err, scaling.ErrBusy):
 		msg = fmt.Sprintf("%s is in use by another process", path)
-	case errors.Is(err, scaling.ErrLockTimeout):
-		// The library says what held the lock, after its sentinel.
-		detail := err.Error()
-		if i := strings.Index(detail, scaling.ErrLockTimeout.Error()); i >= 0 {
-			detail = strings.TrimPrefix(detail[i+len(scaling.ErrLockTimeout.Error()):], ": ")
-		} else {
-			detail = ""
+		if detail := afterSentinel(err, scaling.ErrBusy); detail != "" {
+			msg += ": " + roundDurations(strings.TrimPrefix(detail, path+": "))
 		}
+	case errors.Is(err, scaling.ErrLockTimeout):
+		// The library says what held the lock, after its sentinel, and
+		// for how long to the nanosecond: rounded here.
+		detail := roundDurations(afterSentinel(err, scaling.ErrLockTimeout))
 		switch {
 		case strings.Contains(detail, path):
 			msg = "timed out waiting for a lock: " + detail
@@ -122,6 +123,39 @@ func explain(path string, err error) error {
 		return err
 	}
 	return &userError{msg: msg, err: err}
+}
+
+// afterSentinel is what err says after sentinel's text ("" if it does
+// not say it).
+func afterSentinel(err, sentinel error) string {
+	msg := err.Error()
+	i := strings.Index(msg, sentinel.Error())
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimPrefix(msg[i+len(sentinel.Error()):], ": ")
+}
+
+// goDuration matches a time.Duration as its String method writes it.
+var goDuration = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s)\b`)
+
+// roundDurations rounds the durations the library prints exactly
+// ("for over 999.68371ms") to what a reader needs: milliseconds below a
+// second, tenths of a second above ("1s", "2.5s").
+func roundDurations(msg string) string {
+	return goDuration.ReplaceAllStringFunc(msg, func(s string) string {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return s
+		}
+		switch {
+		case d >= time.Second:
+			d = d.Round(100 * time.Millisecond)
+		case d >= time.Millisecond:
+			d = d.Round(time.Millisecond)
+		}
+		return d.String()
+	})
 }
 
 // reason is what a corruption error says about the bytes, without the

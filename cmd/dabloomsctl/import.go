@@ -101,8 +101,14 @@ mid-operation) a file marked dirty, which must be rebuilt (repair
 					State: rep.State.String(), Condition: st.Condition.String(), FileSize: st.FileSize,
 				})
 			}
-			a.logf("imported %s (%s file, %d filter(s), max_id %d, mem_seqnum %d, disk_seqnum %d: %s) into %s: %s, %d bytes",
-				args[0], kind, rep.Filters, rep.MaxID, rep.MemSeqnum, rep.DiskSeqnum, rep.State, args[1], st.Condition, st.FileSize)
+			ids := fmt.Sprintf("max_id %d", rep.MaxID)
+			if counting {
+				// The original's counting file has no ids: any id
+				// routes to its one filter.
+				ids = "no ids"
+			}
+			a.logf("imported %s (%s file, %d filter(s), %s, mem_seqnum %d, disk_seqnum %d: %s) into %s: %s, %d bytes",
+				args[0], kind, rep.Filters, ids, rep.MemSeqnum, rep.DiskSeqnum, rep.State, args[1], st.Condition, st.FileSize)
 			if st.Condition != scaling.Clean && st.Condition != scaling.Unflushed {
 				return uncleanf("the original was %s: rebuild the new file from your data (repair --rebuild-from)", rep.State)
 			}

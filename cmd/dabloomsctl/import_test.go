@@ -88,6 +88,11 @@ func TestImportDablooms(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("counting: exit %d: %s", r.code, r.stderr)
 	}
+	// A counting file has no ids: the summary does not quote the
+	// library's stand-in, 2^63-1, as its max_id (the old code did).
+	if strings.Contains(r.stderr, "max_id") || !strings.Contains(r.stderr, "(counting file, 1 filter(s), no ids, ") {
+		t.Errorf("counting import summary: %q", r.stderr)
+	}
 }
 
 // A file already in this format is recognised, not measured against the

@@ -711,8 +711,16 @@ func TestTruncatedAdvice(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := tr.readOnly(3, "f.dbl", "verify $D/f.dbl")
-	if !strings.Contains(r.stderr, "'repair --rebuild-from' into --output") {
+	if !strings.Contains(r.stderr, "it was truncated") || !strings.Contains(r.stderr, "'dabloomsctl repair "+tr.path("f.dbl")+" --rebuild-from KEYS'") {
 		t.Errorf("verify's advice: %s", r.stderr)
+	}
+	// repair without --rebuild-from extends the file, which is then dirty:
+	// it says why (the truncation) and what to run, not that the machine
+	// restarted (the old code did).
+	r = tr.step(3, "", "repair $D/f.dbl --output $D/e.dbl")
+	if !strings.Contains(r.stderr, "e.dbl is still dirty: it was truncated to ") || strings.Contains(r.stderr, "restarted") ||
+		!strings.Contains(r.stderr, "'dabloomsctl repair "+tr.path("e.dbl")+" --rebuild-from KEYS'") || libraryWords.MatchString(r.stdout) {
+		t.Errorf("repair of a truncated file without --rebuild-from:\n%s%s", r.stdout, r.stderr)
 	}
 	r = tr.step(0, "", "repair $D/f.dbl --rebuild-from $D/keys.tsv --output $D/g.dbl")
 	if !strings.Contains(r.stdout, "key(s) re-added") {

@@ -2,14 +2,17 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/scaling"
 )
 
@@ -168,6 +171,68 @@ func TestLockTimeoutOnce(t *testing.T) {
 		t.Errorf("add beside an exclusive writer: exit %d, stderr %q; want one lock timeout, no flush", r.code, r.stderr)
 	}
 	checkWords(t, "add beside an exclusive writer", r.stderr)
+	// What held the lock and for how long, in rounded time: not "for over
+	// 999.68371ms" (the library's exact duration, which the old code
+	// quoted).
+	r = cli(t, "", "add", path, "c", "--id", "3", "--lock-timeout", "1s")
+	if r.code != 1 || !strings.Contains(r.stderr, "an exclusive writer (for over 1s)") || reLongDecimal.MatchString(r.stderr) {
+		t.Errorf("add beside an exclusive writer, --lock-timeout 1s: exit %d, stderr %q; want \"(for over 1s)\"", r.code, r.stderr)
+	}
+}
+
+// reLongDecimal matches a number with more decimals than a message needs.
+var reLongDecimal = regexp.MustCompile(`\d\.\d{4,}`)
+
+func TestRoundDurations(t *testing.T) {
+	for in, want := range map[string]string{
+		"held for over 999.68371ms": "held for over 1s",
+		"for 12.345678ms, then":     "for 12ms, then",
+		"waited 2.54321s":           "waited 2.5s",
+		"waited 1m30.25s":           "waited 1m30.3s",
+		"key k5s and 7 ids":         "key k5s and 7 ids",
+		"took 350ns":                "took 350ns",
+	} {
+		if got := roundDurations(in); got != want {
+			t.Errorf("roundDurations(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Findings and repair actions name the CLI's commands, not the library's
+// functions: "need Rebuild", "Repair zeroes it", "Repair frees it" (issue
+// 41 item 4).
+func TestFindingsInCLIWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"the filters marked dirty [0] need Rebuild":                            "the filters marked dirty [0] need 'repair --rebuild-from'",
+		"filters [1] need Rebuild (repair --rebuild-from) before it":           "filters [1] need 'repair --rebuild-from' before it",
+		"slot of a writer (pid 7) that ended without closing; Repair frees it": "slot of a writer (pid 7) that ended without closing; repair frees it",
+		"pending-adds hint 3 with no writer alive; Repair zeroes it":           "pending-adds hint 3 with no writer alive; repair zeroes it",
+		"so Verify cannot tell; run Repair":                                    "so verify cannot tell; run repair",
+		"a Remove of an id is refused with ErrAmbiguous; Compact rewrites it":  "a Remove of an id is refused as ambiguous; compact rewrites it",
+		"RepairOptions and Rebuilder stay":                                     "RepairOptions and Rebuilder stay",
+	} {
+		if got := cliWords(in); got != want {
+			t.Errorf("cliWords(%q) =\n%q, want\n%q", in, got, want)
+		}
+	}
+	// End to end: a writer killed between operations leaves its slot,
+	// which verify says repair frees.
+	path := filepath.Join(t.TempDir(), "w.dbl")
+	mustCreate(t, path, "--capacity", "1000", "--error-rate", "0.01")
+	fh, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owner [8]byte
+	binary.LittleEndian.PutUint64(owner[:], 12345|1) // a writer that never closed slot 40
+	if _, err := fh.WriteAt(owner[:], header.SlotOffset(40)+header.SlotOwnerOffset); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	r := cli(t, "", "verify", path)
+	if !strings.Contains(r.stdout, "repair frees it") || libraryWords.MatchString(r.stdout+r.stderr) {
+		t.Errorf("verify of a file a writer left: library words or no finding:\n%s%s", r.stdout, r.stderr)
+	}
 }
 
 // Every command that takes a file, given a missing file, a directory, a

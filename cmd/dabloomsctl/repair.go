@@ -149,6 +149,10 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 		Schema: "dabloomsctl.repair/v1", Path: path, Output: o.output,
 		RebuildFrom: o.rebuildFrom, DryRun: o.dryRun,
 	}
+	var size int64 // before the repair: a file truncated is extended
+	if st, err := os.Stat(path); err == nil {
+		size = st.Size()
+	}
 	var r *recover.Report
 	if o.rebuildFrom != "" {
 		r, err = recover.Rebuild(path, a.lineSource(ctx, o.rebuildFrom, &res.Keys), ro)
@@ -181,17 +185,17 @@ func (a *app) runRepair(ctx context.Context, path string, o *repairOptions) erro
 			return err
 		}
 	} else {
-		a.writeRepair(o, r, &res, err)
+		a.writeRepair(o, r, &res, size, err)
 	}
 	return silentExit(res.ExitCode)
 }
 
-// writeRepair writes the text report of a repair; err is the error that
-// stopped it (nothing was written).
-func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, err error) {
+// writeRepair writes the text report of a repair of a file of size bytes;
+// err is the error that stopped it (nothing was written).
+func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, size int64, err error) {
 	if !a.quiet { // -q: the summary lines only
 		for _, act := range r.Actions {
-			fmt.Fprintf(a.stdout, "action: %s\n", act)
+			fmt.Fprintf(a.stdout, "action: %s\n", cliWords(act))
 		}
 		writeFindings(a.stdout, r)
 	}
@@ -228,7 +232,13 @@ func (a *app) writeRepair(o *repairOptions, r *recover.Report, res *repairJSON, 
 	if err != nil {
 		a.warnf("%v", err)
 	} else if res.ExitCode == exitUnclean {
-		a.warnf("%s is still %s: %s", target, r.State, stateMeaning(r))
+		why := stateMeaning(r)
+		if m := truncatedMeaning(r, size, target); m != "" {
+			// A file cut short is dirty once extended: its cause is the
+			// truncation, not a restart.
+			why = m
+		}
+		a.warnf("%s is still %s: %s", target, r.State, why)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -110,7 +111,10 @@ func toReportJSON(r *recover.Report) reportJSON {
 		MemSeqnum: r.MemSeqnum, DiskSeqnum: r.DiskSeqnum, Phase: r.Phase, Epoch: r.Epoch,
 		BootMatches: r.BootMatches, FileSize: r.FileSize, Params: toParamsJSON(r.Params),
 		Findings: []findingJSON{}, Filters: []filterReportJSON{}, Slots: []slotJSON{},
-		NeedsRebuild: append([]int{}, r.NeedsRebuild...), Actions: append([]string{}, r.Actions...),
+		NeedsRebuild: append([]int{}, r.NeedsRebuild...), Actions: []string{},
+	}
+	for _, a := range r.Actions {
+		out.Actions = append(out.Actions, cliWords(a))
 	}
 	for _, f := range r.Findings {
 		f = plainFinding(f)
@@ -149,10 +153,11 @@ func writeFindings(w io.Writer, r *recover.Report) {
 	}
 }
 
-// plainFinding says a bad magic in words: the library quotes the first
-// eight bytes, which for a file that is not a dablooms file at all (a
+// plainFinding says a finding in the CLI's words (cliWords), and a bad
+// magic in words: the library quotes the first eight bytes, which for a file that is not a dablooms file at all (a
 // random file, a text file) are noise on the terminal.
 func plainFinding(f recover.Finding) recover.Finding {
+	f.Message = cliWords(f.Message)
 	if f.Field != "magic" {
 		return f
 	}
@@ -168,6 +173,30 @@ func plainFinding(f recover.Finding) recover.Finding {
 		f.Message = prefix + fmt.Sprintf("no %q mark here, where a metadata copy starts", header.Magic[:])
 	}
 	return f
+}
+
+// libraryWords are the names of the library's functions that its findings
+// and repair actions use for what a CLI user does with a command.
+var libraryWords = regexp.MustCompile(`\b(Rebuild|Repair|Verify|Compact|RetireBefore|Open)\b`)
+
+// cliWords rewrites a message of package recover in the CLI's words: "need
+// Rebuild" becomes "need 'repair --rebuild-from'", "Repair zeroes it"
+// "repair zeroes it", and so on. The library's strings stay as they are
+// for its own users.
+func cliWords(msg string) string {
+	msg = strings.ReplaceAll(msg, "Rebuild (repair --rebuild-from)", "Rebuild")
+	msg = strings.ReplaceAll(msg, "refused with ErrAmbiguous", "refused as ambiguous")
+	return libraryWords.ReplaceAllStringFunc(msg, func(w string) string {
+		switch w {
+		case "Rebuild":
+			return "'repair --rebuild-from'"
+		case "RetireBefore":
+			return "retire"
+		case "Open":
+			return "opening"
+		}
+		return strings.ToLower(w)
+	})
 }
 
 // String formats a finding as recover.Finding.String does.
@@ -213,8 +242,38 @@ func writeSummary(w io.Writer, label string, r *recover.Report) {
 	fmt.Fprintln(w)
 }
 
+// cutShort returns the end of r's last filter and the filters (entries)
+// that end past size bytes: a file of size bytes with such filters was
+// truncated (cut) and their counters are lost.
+func cutShort(r *recover.Report, size int64) (need int64, cut []int) {
+	for _, f := range r.Filters {
+		end := f.Offset + f.Length
+		need = max(need, end)
+		if end > size {
+			cut = append(cut, f.Index)
+		}
+	}
+	return need, cut
+}
+
+// truncatedMeaning says that the file at path, of size bytes, was
+// truncated, if its filters (those of r) end past it, and what to do; ""
+// if it was not.
+func truncatedMeaning(r *recover.Report, size int64, path string) string {
+	need, cut := cutShort(r, size)
+	if len(cut) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it was truncated to %d bytes, but its filters need %d: the counters of filters %v were cut off. "+
+		"'dabloomsctl repair %s --rebuild-from KEYS' (KEY<TAB>ID lines of every key) rebuilds them; or restore a backup ('dabloomsctl restore')",
+		size, need, cut, path)
+}
+
 // stateMeaning explains a report's state in a few words, with what to do.
 func stateMeaning(r *recover.Report) string {
+	if m := truncatedMeaning(r, r.FileSize, r.Path); m != "" && r.State >= recover.Dirty {
+		return m
+	}
 	switch s := r.State; s {
 	case recover.Clean:
 		return "equal to the last flush; nothing to do"

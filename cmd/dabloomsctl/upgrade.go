@@ -80,7 +80,7 @@ func (a *app) runUpgrade(ctx context.Context, path string, o *repairOptions) err
 	}
 	if !a.quiet {
 		for _, act := range r.Actions {
-			fmt.Fprintf(a.stdout, "action: %s\n", act)
+			fmt.Fprintf(a.stdout, "action: %s\n", cliWords(act))
 		}
 		writeFindings(a.stdout, r)
 	}
