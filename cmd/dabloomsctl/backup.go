@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"time"
 
 	"github.com/dablooms/dablooms/recover"
@@ -106,6 +107,12 @@ func (a *app) runBackup(ctx context.Context, src, dest string, o *backupOptions)
 		// src was checked: a missing file or directory, or one that
 		// exists, is dest's.
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, scaling.ErrExists) || isPathError(err, dest) {
+			return explain(dest, err)
+		}
+		// The copy is written under a temporary name in DEST's directory:
+		// an error about that name is DEST's.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && filepath.Dir(pe.Path) == filepath.Dir(dest) && pe.Path != src {
 			return explain(dest, err)
 		}
 		return explain(src, err)

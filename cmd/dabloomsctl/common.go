@@ -269,18 +269,23 @@ func (a *app) scanFile(ctx context.Context, path, label string, fn func(it item)
 }
 
 // scanRange calls add with the key and id of every KEY<TAB>ID line of the
-// file at path whose id is in [first, last] (a recover.Source's pass); a
-// line with no id is an input error, which names flag.
+// file at path ("-": stdin, which only one pass can read) whose id is in
+// [first, last] (a recover.Source's pass); a line with no id is an input
+// error, which names flag.
 func (a *app) scanRange(ctx context.Context, path, label, flag string, first, last uint64, add func(key []byte, id uint64) error) error {
-	return a.scanFile(ctx, path, label, func(it item) error {
+	fn := func(it item) error {
 		if !it.hasID {
-			return &inputError{name: path, line: it.line, msg: "no id: " + flag + " needs KEY<TAB>ID lines"}
+			return &inputError{name: inputName(path), line: it.line, msg: "no id: " + flag + " needs KEY<TAB>ID lines"}
 		}
 		if it.id < first || it.id > last {
 			return nil
 		}
 		return add(it.key, it.id)
-	})
+	}
+	if path == "-" { // read once: the caller makes sure
+		return a.scanLines(ctx, a.stdin, inputName(path), label, 0, fn)
+	}
+	return a.scanFile(ctx, path, label, fn)
 }
 
 // scanLines calls fn with every KEY or KEY<TAB>ID line of r, as an item

@@ -39,8 +39,8 @@ type compactOptions struct {
 }
 
 func (o *compactOptions) bindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.from, "from", "", "KEY<TAB>ID lines: the source of truth, every key that should be in the filter (required)")
-	fs.Uint64Var(&o.capacity, "capacity", 0, "capacity of the compacted filter (default: the keys of --from plus --headroom; --from is then read once)")
+	fs.StringVar(&o.from, "from", "", "KEY<TAB>ID lines: the source of truth, every key that should be in the filter (required; \"-\" = stdin, with --capacity)")
+	fs.Uint64Var(&o.capacity, "capacity", 0, "capacity of the compacted filter (default: the keys of --from plus --headroom; with it --from is read once, and may be stdin)")
 	fs.Float64Var(&o.headroom, "headroom", recover.DefaultCompactHeadroom, "room left for new keys, as a fraction of the keys of --from")
 	fs.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for writers' operations in flight, or, for a file older than format 1.3, for other processes to close it")
 }
@@ -48,7 +48,7 @@ func (o *compactOptions) bindFlags(fs *pflag.FlagSet) {
 func newCompactCmd(a *app) *cobra.Command {
 	var o compactOptions
 	cmd := &cobra.Command{
-		Use:   "compact FILE --from KEYS [--headroom 0.1] [--capacity N]",
+		Use:   "compact FILE --from KEYS [--headroom 0.1] [--capacity N] | --from - --capacity N",
 		Short: "Rebuild a long chain of filters into one from the source of truth",
 		Long: `compact rebuilds FILE's chain of filters into one filter, sized for the keys
 of --from plus --headroom, so that lookups ask one filter instead of many.
@@ -56,7 +56,8 @@ of --from plus --headroom, so that lookups ask one filter instead of many.
 --from KEYS is the source of truth: one KEY<TAB>ID line per key that should
 be in the filter (as add --from and repair --rebuild-from read). It is read
 twice, once to count the keys and once to add them, unless --capacity gives
-the size. Every key is added with its id, so remove KEY --id ID still finds
+the size: then it is read once, and --from - reads the keys from stdin
+(without --capacity, stdin is refused: it cannot be read twice). Every key is added with its id, so remove KEY --id ID still finds
 it. Keys that are in FILE but not in KEYS are gone afterwards (up to the
 false-positive rate). The seed, error rate, growth factor, tightening ratio
 and counter layout stay those of FILE. Every id of KEYS is read: for a file
@@ -75,7 +76,8 @@ the compacted file by itself; their adds made while it ran go to the
 compacted file. A file older than format 1.3 must be closed everywhere,
 readers too: compact waits up to --wait for that, then fails (exit 1).`,
 		Example: `  dabloomsctl compact spam.dbl --from links.tsv
-  dabloomsctl compact spam.dbl --from links.tsv --headroom 0.5 --json`,
+  dabloomsctl compact spam.dbl --from links.tsv --headroom 0.5 --json
+  psql -At -F $'\t' -c 'select url, id from links' | dabloomsctl compact spam.dbl --from - --capacity 2000000`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runCompact(cmd.Context(), args[0], &o)
@@ -90,8 +92,8 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 	switch {
 	case o.from == "":
 		return usageErrorf("compact needs --from KEYS, the source of truth")
-	case o.from == "-":
-		return usageErrorf("compact reads --from twice: it must be a file, not stdin")
+	case o.from == "-" && o.capacity == 0:
+		return usageErrorf("compact --from - needs --capacity N: without it compact reads --from twice (to count the keys, then to add them), and stdin can be read only once")
 	case math.IsNaN(o.headroom) || math.IsInf(o.headroom, 0) || o.headroom < 0:
 		return usageErrorf("--headroom must be a number ≥ 0, not %v", o.headroom)
 	}
@@ -137,7 +139,7 @@ func (a *app) runCompact(ctx context.Context, path string, o *compactOptions) er
 	if res.FirstID != nil {
 		span = "ids " + idRange(*res.FirstID, *res.LastID)
 	}
-	fmt.Fprintf(a.stdout, "keys: %d added from %s (%s), capacity %d\n", rep.Keys, o.from, span, rep.Capacity)
+	fmt.Fprintf(a.stdout, "keys: %d added from %s (%s), capacity %d\n", rep.Keys, inputName(o.from), span, rep.Capacity)
 	fmt.Fprintf(a.stdout, "file size: %s before, %s after\n", humanBytes(rep.SizeBefore), humanBytes(rep.SizeAfter))
 	a.logf("compact took %v", rep.Duration.Round(time.Millisecond))
 	return nil
@@ -153,6 +155,9 @@ func (a *app) compactSource(ctx context.Context, path string, ids *idSpan) recov
 	pass := 0
 	return func(first, last uint64, add func(key []byte, id uint64) error) error {
 		pass++
+		if path == "-" && pass > 1 {
+			return errors.New("compact asked for the keys of stdin a second time; give --from a file")
+		}
 		*ids = idSpan{lo: math.MaxUint64}
 		return a.scanRange(ctx, path, fmt.Sprintf("compact, pass %d", pass), "compact --from", first, last, func(key []byte, id uint64) error {
 			ids.lo, ids.hi = min(ids.lo, id), max(ids.hi, id)

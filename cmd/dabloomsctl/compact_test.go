@@ -129,7 +129,7 @@ func TestCompactErrors(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"compact", path}, exitUsage, "needs --from"},
-		{[]string{"compact", path, "--from", "-"}, exitUsage, "not stdin"},
+		{[]string{"compact", path, "--from", "-"}, exitUsage, "compact --from - needs --capacity N"},
 		{[]string{"compact", path, "--from", keys, "--headroom", "-1"}, exitUsage, "--headroom"},
 		{[]string{"compact"}, exitUsage, "takes 1 argument"},
 		{[]string{"compact", filepath.Join(dir, "nope.dbl"), "--from", keys}, exitFail, "nope.dbl does not exist"},
@@ -143,6 +143,7 @@ func TestCompactErrors(t *testing.T) {
 	noID := filepath.Join(dir, "noid.tsv")
 	os.WriteFile(noID, []byte("key-1\t1\nkey-2\n"), 0o644)
 	r := cli(t, "", "compact", path, "--from", noID)
+	var j compactJSON
 	if r.code != exitFail || !strings.Contains(r.stderr, "noid.tsv:2: no id") || !strings.Contains(r.stderr, "left as it was") {
 		t.Errorf("no id: exit %d; stderr:\n%s", r.code, r.stderr)
 	}
@@ -154,6 +155,20 @@ func TestCompactErrors(t *testing.T) {
 		t.Errorf("the directory holds %v", names)
 	}
 
+	// --from - with --capacity reads stdin once, as --help says (the old
+	// code refused it: "reads --from twice").
+	in, err := os.ReadFile(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, string(in), "compact", path, "--from", "-", "--capacity", "5000", "--json")
+	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &j) != nil || j.FiltersAfter != 1 || j.Keys == 0 || j.Capacity != 5000 {
+		t.Errorf("--from - --capacity 5000: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := contained(t, path, "key-1"); got != "key-1\ttrue\n" {
+		t.Errorf("after compact --from -: %q", got)
+	}
+
 	// Live: a reader has the file open (format 1.3): compact replaces the
 	// file all the same, and the reader moves to the compacted one.
 	f, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
@@ -162,7 +177,6 @@ func TestCompactErrors(t *testing.T) {
 	}
 	defer f.Close()
 	r = cli(t, "", "compact", path, "--from", keys, "--wait", "0", "--json")
-	var j compactJSON
 	if r.code != exitOK || json.Unmarshal([]byte(r.stdout), &j) != nil || j.FiltersAfter != 1 {
 		t.Errorf("live: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}

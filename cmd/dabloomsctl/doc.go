@@ -14,7 +14,7 @@
 //	dabloomsctl repair FILE [--output NEW | --backup PATH | --no-backup] [--rebuild-from PATH] [--dry-run] [--wait D]
 //	dabloomsctl flush FILE
 //	dabloomsctl retire FILE --before ID [--no-flush]
-//	dabloomsctl compact FILE --from KEYS [--capacity N] [--headroom F] [--wait D]
+//	dabloomsctl compact FILE --from KEYS|- [--capacity N] [--headroom F] [--wait D]
 //	dabloomsctl backup FILE DEST [--wait D] [--force]
 //	dabloomsctl bench [--keys N] [--capacity N] [--error-rate P] [--dir DIR]
 //	dabloomsctl import-dablooms OLD NEW --capacity C --error-rate P [--counting] [--force]

@@ -89,7 +89,7 @@ func (a *app) exitCode(err error) int {
 	for _, line := range strings.Split(msg, "\n") {
 		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", line)
 	}
-	if hint := hintFor(err); hint != "" {
+	if hint := hintFor(err, a.command); hint != "" {
 		fmt.Fprintf(a.stderr, "dabloomsctl: %s\n", hint)
 	}
 	if code == exitUsage && (ee == nil || !ee.answer) {
@@ -102,8 +102,9 @@ func (a *app) exitCode(err error) int {
 	return code
 }
 
-// hintFor suggests what to do about well-known library errors.
-func hintFor(err error) string {
+// hintFor suggests what to do about well-known library errors of the
+// command named command.
+func hintFor(err error, command string) string {
 	var se *scaling.StateError
 	switch {
 	case errors.As(err, &se):
@@ -117,9 +118,28 @@ func hintFor(err error) string {
 	case errors.Is(err, scaling.ErrExists):
 		return "use --force to replace it"
 	case errors.Is(err, fs.ErrPermission):
-		return "add, remove, flush, retire and repair must write the file (and its directory, for a backup); inspect, verify and contains only read it"
+		return permissionHint[command]
 	}
 	return ""
+}
+
+// permissionHint says, per command, what it must be allowed to read and
+// write.
+var permissionHint = map[string]string{
+	"create":          "create writes FILE: it needs write permission on FILE's directory (and on FILE, with --force)",
+	"add":             "add writes FILE: it needs read and write permission on FILE",
+	"remove":          "remove writes FILE: it needs read and write permission on FILE",
+	"flush":           "flush writes FILE: it needs read and write permission on FILE",
+	"retire":          "retire writes FILE: it needs read and write permission on FILE",
+	"repair":          "repair writes the repaired file beside FILE (or --output) and its backup: it needs read permission on FILE and write permission on the directory it writes in",
+	"upgrade":         "upgrade writes the new file beside FILE (or --output) and its backup: it needs read permission on FILE and write permission on the directory it writes in",
+	"compact":         "compact writes the compacted file beside FILE and renames it over FILE: it needs read and write permission on FILE and write permission on FILE's directory",
+	"backup":          "backup opens FILE for writing (to flush it, or hold its writers) and writes DEST: it needs read and write permission on FILE and write permission on DEST's directory",
+	"restore":         "restore reads BACKUP and writes a copy beside FILE, renamed over FILE: it needs read permission on BACKUP and write permission on FILE's directory",
+	"import-dablooms": "import-dablooms reads OLD and writes NEW: it needs read permission on OLD and write permission on NEW's directory",
+	"inspect":         "inspect only reads FILE: it needs read permission on FILE (and search permission on its directories)",
+	"verify":          "verify only reads FILE: it needs read permission on FILE (and search permission on its directories)",
+	"contains":        "contains only reads FILE: it needs read permission on FILE (and search permission on its directories)",
 }
 
 // isCorruption reports whether err says the file's bytes are wrong (as

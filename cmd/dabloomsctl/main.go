@@ -33,5 +33,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if errors.As(err, &ee) && ee.code == exitUsage && ee.cmd == nil {
 		ee.cmd = cmd
 	}
+	if cmd != nil {
+		a.command = cmd.Name()
+	}
 	return a.exitCode(err)
 }

@@ -218,7 +218,7 @@ func TestRetireReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := tr.readOnly(1, "r.dbl", "retire $D/r.dbl --before 3000")
-	if !strings.Contains(r.stderr, filepath.Base(path)) || !strings.Contains(r.stderr, "must write the file") {
+	if !strings.Contains(r.stderr, filepath.Base(path)) || !strings.Contains(r.stderr, "retire writes FILE: it needs read and write permission on FILE") {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	if r.stdout != "" {

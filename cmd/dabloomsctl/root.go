@@ -22,6 +22,7 @@ type app struct {
 	lockTimeout time.Duration
 	bootID      string
 	start       time.Time // when the command started: --lock-timeout bounds its waits together
+	command     string    // the name of the command that ran, for the hints after an error
 }
 
 // lockWait is what is left of --lock-timeout since the command started: the
