@@ -9,6 +9,7 @@ import (
 
 type versionJSON struct {
 	Schema        string `json:"schema"`
+	Release       string `json:"release"`
 	Module        string `json:"module"`
 	Version       string `json:"version"`
 	Revision      string `json:"revision"` // "" when the build recorded none
@@ -22,13 +23,14 @@ type versionJSON struct {
 func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version, VCS revision, Go version and file formats of this build",
-		Long: `version prints what this build of dabloomsctl is: the module version and the
-VCS revision it was built from (as Go recorded them in the binary; "(devel)"
-and "unknown" for a build that recorded none, such as go build with
--buildvcs=false), the Go version that built it, and the versions of the file
-format it writes and reads. dabloomsctl --version prints the same on one
-line. The C library's dablooms_version() and pydablooms.__version__ say the
+		Short: "Print the release, VCS revision, Go version and file formats of this build",
+		Long: `version prints what this build of dabloomsctl is: the release of dablooms
+(CHANGELOG.md), the module version and the VCS revision it was built from
+(as Go recorded them in the binary; "(devel)" and "unknown" for a build
+that recorded none, such as go build with -buildvcs=false; "with
+uncommitted changes" after it when the tree had some), the Go version that
+built it, and the versions of the file format it writes and reads.
+dabloomsctl --version prints the same on one line. The C library's dablooms_version() and pydablooms.__version__ say the
 same after the original's API version, "0.9.1+go".`,
 		Example: `  dabloomsctl version
   dabloomsctl --version
@@ -37,7 +39,7 @@ same after the original's API version, "0.9.1+go".`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			i := version.Get()
 			if a.json {
-				return a.writeJSON(versionJSON{Schema: "dabloomsctl.version/v1", Module: version.ModulePath,
+				return a.writeJSON(versionJSON{Schema: "dabloomsctl.version/v1", Release: i.Release, Module: version.ModulePath,
 					Version: i.Module, Revision: i.Revision, RevisionTime: i.Time, Modified: i.Modified,
 					Go: i.Go, FormatWritten: i.FormatWritten, FormatRead: i.FormatRead})
 			}

@@ -17,8 +17,15 @@ import (
 // ModulePath is this project's Go module.
 const ModulePath = "github.com/dablooms/dablooms"
 
+// Release is the release of dablooms this source tree is, or leads to: the
+// newest version in CHANGELOG.md. A build says it whatever Go recorded
+// (Module is "(devel)" for a build from a clone); Revision says which
+// commit it was built from.
+const Release = "1.5.0"
+
 // Info is what a build knows about itself.
 type Info struct {
+	Release  string // Release
 	Module   string // the module's version: a tag, a pseudo-version, or "(devel)"
 	Revision string // the VCS revision built, "" when Go recorded none
 	Time     string // the revision's commit time (RFC 3339), "" when unknown
@@ -34,6 +41,7 @@ type Info struct {
 // Get returns the Info of the running binary.
 func Get() Info {
 	i := Info{
+		Release:       Release,
 		Module:        "(unknown)",
 		Go:            runtime.Version(),
 		FormatWritten: fmt.Sprintf("%d.%d", header.VersionMajor, header.VersionMinor),
@@ -74,11 +82,11 @@ func Get() Info {
 
 // String is Info on one line:
 //
-//	github.com/dablooms/dablooms v1.2.0, revision 0123abcd (2026-11-27T09:11:30Z), go1.26.8, format 1.3 (reads 1.0-1.3)
+//	1.5.0, github.com/dablooms/dablooms v1.5.0, revision 0123abcd (2026-11-27T09:11:30Z), go1.26.8, format 1.5 (reads 1.0-1.5)
 func (i Info) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s, revision %s, %s, format %s (reads %s)",
-		ModulePath, i.Module, i.revision(), i.Go, i.FormatWritten, i.FormatRead)
+	fmt.Fprintf(&b, "%s, %s %s, revision %s, %s, format %s (reads %s)",
+		i.Release, ModulePath, i.Module, i.revision(), i.Go, i.FormatWritten, i.FormatRead)
 	return b.String()
 }
 
@@ -99,6 +107,7 @@ func (i Info) revision() string {
 // Lines is Info as "name: value" lines, for dabloomsctl version.
 func (i Info) Lines() []string {
 	return []string{
+		"release:  " + i.Release,
 		"module:   " + ModulePath + " " + i.Module,
 		"revision: " + i.revision(),
 		"go:       " + i.Go,
