@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cheggaaa/pb/v3"
+	"github.com/cheggaaa/pb/v3/termutil"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/mattn/go-isatty"
 )
@@ -73,11 +74,44 @@ func (a *app) newBar(prefix string, total int64) *pb.ProgressBar {
 	if total <= 0 {
 		tmpl = `{{string . "prefix"}} {{string . "keys"}} {{etime . }}`
 	}
+	if w, err := terminalWidth(); err == nil && w < minBarWidth {
+		// A terminal of (almost) no columns, where a bar redrawn in place
+		// would print only "\r": a line every few seconds instead.
+		tmpl = `{{string . "prefix"}}: {{string . "keys"}}, {{percent . }} read`
+		if total <= 0 {
+			tmpl = `{{string . "prefix"}}: {{string . "keys"}}, {{etime . }}`
+		}
+		bar := pb.New64(total).SetTemplateString(tmpl).SetWriter(lineWriter{a.stderr}).SetWidth(1<<10).
+			SetRefreshRate(progressLineEvery).Set("prefix", prefix).Set("keys", "0 keys")
+		return bar.Start()
+	}
 	// A bar is drawn only on a terminal (or with --progress always): redraw
 	// in place and end with a newline.
 	bar := pb.New64(total).SetTemplateString(tmpl).SetWriter(a.stderr).
 		Set("prefix", prefix).Set("keys", "0 keys").Set(pb.Terminal, true).Set(pb.ReturnSymbol, "\r")
 	return bar.Start()
+}
+
+// terminalWidth is the width of the terminal the progress bar sizes
+// itself to (pb's own measure); a variable for tests.
+var terminalWidth = termutil.TerminalWidth
+
+// minBarWidth is the fewest columns a progress bar is drawn in; on a
+// narrower terminal (0 columns: a terminal whose size was never set)
+// progress is a line every progressLineEvery.
+const (
+	minBarWidth       = 20
+	progressLineEvery = 5 * time.Second
+)
+
+// lineWriter ends each write (one progress line) with a newline.
+type lineWriter struct{ w io.Writer }
+
+func (l lineWriter) Write(p []byte) (int, error) {
+	if _, err := l.w.Write(append(p[:len(p):len(p)], '\n')); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // barKeys shows n keys and their rate since start on bar.

@@ -196,3 +196,28 @@ func TestProgressInKeys(t *testing.T) {
 		t.Errorf("summary without time and rate: %q", r.stderr)
 	}
 }
+
+// On a terminal of 0 columns the bar, redrawn in place, printed only "\r":
+// progress is then a line now and then, and a last one at the end.
+func TestProgressNoColumns(t *testing.T) {
+	defer func(f func() (int, error)) { terminalWidth = f }(terminalWidth)
+	terminalWidth = func() (int, error) { return 0, nil }
+	path := newFile(t)
+	in := filepath.Join(t.TempDir(), "k.tsv")
+	var b strings.Builder
+	for i := 1; i <= 5000; i++ {
+		fmt.Fprintf(&b, "k%d\t%d\n", i, i)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "", "add", path, "--from", in, "--progress", "always")
+	if r.code != 0 || strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "add: 5000 keys, ") ||
+		!strings.Contains(r.stderr, "100.00% read\n") {
+		t.Errorf("progress on 0 columns: exit %d, %q", r.code, r.stderr)
+	}
+	r = cli(t, b.String(), "contains", path, "--from", "-", "--progress", "always")
+	if r.code != 0 || strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "contains: 5000 keys, ") {
+		t.Errorf("progress on 0 columns, stdin: exit %d, %q", r.code, r.stderr)
+	}
+}
