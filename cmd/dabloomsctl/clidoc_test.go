@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,7 +101,9 @@ func lineRegexp(want string) *regexp.Regexp {
 }
 
 // TestCLIDocExamples runs the ```console examples of docs/CLI.md with the
-// built binary, each block in an empty directory of its own, and checks
+// built binary, each block in a directory of its own holding a copy of
+// the original C dablooms' sample files (testdata/dablooms-0.9.1/*.bin),
+// and checks
 // that every command prints what the document shows and exits as it says:
 // an example whose output changed fails here, not in a user's terminal.
 func TestCLIDocExamples(t *testing.T) {
@@ -121,8 +124,21 @@ func TestCLIDocExamples(t *testing.T) {
 		t.Skip("no bash to run the examples with")
 	}
 	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"), "LC_ALL=C", "TZ=UTC")
+	samples, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dablooms-0.9.1", "*.bin"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("the original's sample files: %v %v", samples, err)
+	}
 	for _, ex := range examples {
 		dir := t.TempDir()
+		for _, f := range samples {
+			b, err := os.ReadFile(f)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, s := range ex.steps {
 			cmd := exec.Command(bash, "-c", s.cmd)
 			cmd.Dir, cmd.Env = dir, env
@@ -169,6 +185,36 @@ func TestDocExamplePlaceholders(t *testing.T) {
 	for _, bad := range []string{"```console\n```\n", "```console\nout\n$ a\n```\n", "```console\n$ a\n"} {
 		if _, err := parseDocExamples(bad); err == nil {
 			t.Errorf("%q parsed without an error", bad)
+		}
+	}
+}
+
+// reQuotedGolden finds the plain blocks of docs/CLI.md that quote a golden
+// transcript: the paragraph before the block names it.
+var reQuotedGolden = regexp.MustCompile("(?s)cmd/dabloomsctl/(testdata/[a-z]+\\.golden)[^`]*?\n\n```\n(.*?)```\n")
+
+// A block of docs/CLI.md quoted from a golden transcript (output that
+// needs a file no command makes, such as one a writer left mid-add) holds
+// only lines that transcript has, which the tests keep true.
+func TestCLIDocQuotesGolden(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "CLI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quotes := reQuotedGolden.FindAllStringSubmatch(string(doc), -1)
+	if len(quotes) == 0 {
+		t.Fatal("docs/CLI.md quotes no golden transcript: the pattern missed it")
+	}
+	for _, q := range quotes {
+		golden, err := os.ReadFile(q[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.ReplaceAll(string(golden), "$TMP/", ""), "\n")
+		for _, want := range strings.Split(strings.TrimSuffix(q[2], "\n"), "\n") {
+			if !slices.Contains(lines, want) {
+				t.Errorf("docs/CLI.md quotes %s, which has no line\n%s", q[1], want)
+			}
 		}
 	}
 }
