@@ -107,6 +107,8 @@ func (a *app) exitCode(err error) int {
 func hintFor(err error, command string) string {
 	var se *scaling.StateError
 	switch {
+	case errors.As(err, &se) && se.Condition == scaling.Dirty:
+		return "run 'dabloomsctl verify FILE' to see which filters, then 'dabloomsctl repair FILE --rebuild-from KEYS' (KEY<TAB>ID lines of every key) to rebuild them"
 	case errors.As(err, &se):
 		return "run 'dabloomsctl verify FILE' to see why, then 'dabloomsctl repair FILE'"
 	case errors.Is(err, scaling.ErrLockTimeout):
