@@ -176,18 +176,26 @@ func TestSkipResumes(t *testing.T) {
 	}
 }
 
+// numberedKeys writes n lines "kI<TAB>I" (I from 1) to a file of keys and
+// returns its path and its text.
+func numberedKeys(t *testing.T, n int) (path, text string) {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "k%d\t%d\n", i, i)
+	}
+	path = filepath.Join(t.TempDir(), "k.tsv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b.String()
+}
+
 // The progress bar counts keys and keys/s, not bytes; the summary gives
 // the time and the rate.
 func TestProgressInKeys(t *testing.T) {
 	path := newFile(t)
-	in := filepath.Join(t.TempDir(), "k.tsv")
-	var b strings.Builder
-	for i := 1; i <= 5000; i++ {
-		fmt.Fprintf(&b, "k%d\t%d\n", i, i)
-	}
-	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	in, _ := numberedKeys(t, 5000)
 	r := cli(t, "", "add", path, "--from", in, "--progress", "always")
 	if r.code != 0 || !strings.Contains(r.stderr, "5000 keys, ") || !strings.Contains(r.stderr, " keys/s") || strings.Contains(r.stderr, "B/s") {
 		t.Errorf("progress: exit %d, %q", r.code, r.stderr)
@@ -203,20 +211,13 @@ func TestProgressNoColumns(t *testing.T) {
 	defer func(f func() (int, error)) { terminalWidth = f }(terminalWidth)
 	terminalWidth = func() (int, error) { return 0, nil }
 	path := newFile(t)
-	in := filepath.Join(t.TempDir(), "k.tsv")
-	var b strings.Builder
-	for i := 1; i <= 5000; i++ {
-		fmt.Fprintf(&b, "k%d\t%d\n", i, i)
-	}
-	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	in, text := numberedKeys(t, 5000)
 	r := cli(t, "", "add", path, "--from", in, "--progress", "always")
 	if r.code != 0 || strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "add: 5000 keys, ") ||
 		!strings.Contains(r.stderr, "100.00% read\n") {
 		t.Errorf("progress on 0 columns: exit %d, %q", r.code, r.stderr)
 	}
-	r = cli(t, b.String(), "contains", path, "--from", "-", "--progress", "always")
+	r = cli(t, text, "contains", path, "--from", "-", "--progress", "always")
 	if r.code != 0 || strings.Contains(r.stderr, "\r") || !strings.Contains(r.stderr, "contains: 5000 keys, ") {
 		t.Errorf("progress on 0 columns, stdin: exit %d, %q", r.code, r.stderr)
 	}

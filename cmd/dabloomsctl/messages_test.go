@@ -192,9 +192,15 @@ func TestRoundDurations(t *testing.T) {
 		"key k5s and 7 ids":         "key k5s and 7 ids",
 		"took 350ns":                "took 350ns",
 	} {
-		if got := roundDurations(in); got != want {
-			t.Errorf("roundDurations(%q) = %q, want %q", in, got, want)
-		}
+		checkRewrite(t, "roundDurations", roundDurations, in, want)
+	}
+}
+
+// checkRewrite checks that f, a rewriting of messages, makes want of in.
+func checkRewrite(t *testing.T, name string, f func(string) string, in, want string) {
+	t.Helper()
+	if got := f(in); got != want {
+		t.Errorf("%s(%q) =\n%q, want\n%q", name, in, got, want)
 	}
 }
 
@@ -211,9 +217,7 @@ func TestFindingsInCLIWords(t *testing.T) {
 		"a Remove of an id is refused with ErrAmbiguous; Compact rewrites it":  "a Remove of an id is refused as ambiguous; compact rewrites it",
 		"RepairOptions and Rebuilder stay":                                     "RepairOptions and Rebuilder stay",
 	} {
-		if got := cliWords(in); got != want {
-			t.Errorf("cliWords(%q) =\n%q, want\n%q", in, got, want)
-		}
+		checkRewrite(t, "cliWords", cliWords, in, want)
 	}
 	// End to end: a writer killed between operations leaves its slot,
 	// which verify says repair frees.

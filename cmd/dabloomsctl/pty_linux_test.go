@@ -51,14 +51,7 @@ func TestProgressZeroColumnTerminal(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.dbl")
 	mustCreate(t, path, "--capacity", "100000", "--error-rate", "0.01")
-	var b strings.Builder
-	for i := 1; i <= 5000; i++ {
-		fmt.Fprintf(&b, "k%d\t%d\n", i, i)
-	}
-	keys := filepath.Join(dir, "k.tsv")
-	if err := os.WriteFile(keys, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	keys, _ := numberedKeys(t, 5000)
 	for _, cols := range []uint16{0, 80} {
 		m, s := openPTY(t, cols)
 		cmd := exec.Command(bin, "add", path, "--from", keys)
