@@ -32,8 +32,10 @@
 // "KEY<TAB>ID" (the id after the last tab, a decimal from 0 to 2^63-1). A
 // UTF-8 byte-order mark at the start is dropped; a trailing CR is dropped,
 // and a CR elsewhere in a line (CR-only line ends) is an input error; empty
-// lines, and lines whose key is only spaces and tabs (with a warning), are
-// skipped; a line is at most 16 MiB. A line without an id gets --id (add:
+// lines, and lines of only spaces and tabs or whose key is only spaces and
+// tabs (with a warning), are skipped; a line is at most 16 MiB. A line
+// that cannot be processed stops the command with a message starting
+// FILE:LINE: (stdin is <stdin>). A line without an id gets --id (add:
 // default 0; remove has no default and needs --id for keys without one).
 // Command-line keys are processed first, then the lines; --skip N passes
 // over the first N of them (resuming after "checkpoint N"). add and remove
