@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,6 +60,11 @@ func (a *app) runUpgrade(ctx context.Context, path string, o *repairOptions) err
 	}
 	res := repairJSON{Schema: "dabloomsctl.upgrade/v1", Path: path, Output: o.output, DryRun: o.dryRun}
 	r, err := recover.UpgradeContext(ctx, path, ro)
+	if errors.Is(err, recover.ErrUnrepairable) && r != nil && len(r.Filters) > 0 {
+		// Not a file beyond repair (explain's reading of the sentinel):
+		// one whose filters must be rebuilt first.
+		err = &userError{msg: fmt.Sprintf("%s cannot be upgraded yet: %s", path, cliWords(afterSentinel(err, recover.ErrUnrepairable))), err: err}
+	}
 	if err != nil {
 		err = explain(path, err)
 		if r == nil {
