@@ -1,6 +1,9 @@
 package header
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // The late-add index (version 1.1) records the Adds that had to leave the
 // filter their id belongs to. A filter's id range never widens over an id
@@ -58,6 +61,44 @@ func IndexProbe(h, id, n uint64) (fp uint32, slot uint64) {
 		fp += 2
 	}
 	return fp, slot
+}
+
+// IndexWindow is what the probe window of one pair holds (ScanIndex).
+type IndexWindow struct {
+	Copies  int    // entries holding the pair's fingerprint
+	First   uint64 // the first of them, if Copies > 0
+	Free    uint64 // the first free entry (empty or cleared), if HasFree
+	FreeV   uint32 // what Free held
+	HasFree bool
+}
+
+// ScanIndex reads the probe window of the pair whose fingerprint is fp and
+// whose probe sequence starts at slot s (IndexProbe) in the index e, up to
+// its first empty entry (an entry never returns to empty, so the pair has
+// no entry beyond it) or IndexMaxProbe entries. It loads each entry
+// atomically: e may be a map other writers change.
+func ScanIndex(e []uint32, fp uint32, s uint64) IndexWindow {
+	var w IndexWindow
+	n := uint64(len(e))
+	for range min(n, IndexMaxProbe) {
+		v := atomic.LoadUint32(&e[s])
+		switch {
+		case v == fp:
+			if w.Copies == 0 {
+				w.First = s
+			}
+			w.Copies++
+		case v <= IndexCleared && !w.HasFree:
+			w.Free, w.FreeV, w.HasFree = s, v, true
+		}
+		if v == IndexEmpty {
+			break
+		}
+		if s++; s == n {
+			s = 0
+		}
+	}
+	return w
 }
 
 // Fmix64 is MurmurHash3's 64-bit finalizer, a bijective avalanche mix: it

@@ -48,3 +48,27 @@ func TestIndexBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestScanIndex: a scan counts the pair's entries up to the first empty
+// one (past cleared ones and other pairs', wrapping at the end), names
+// the first of them and the first free entry, and reads at most
+// IndexMaxProbe entries.
+func TestScanIndex(t *testing.T) {
+	const fp, other = 7, 9
+	e := []uint32{fp, IndexEmpty, fp, 3, other, fp, IndexCleared, fp}
+	w := ScanIndex(e, fp, 5) // 5, 6, 7, then 0 and the empty 1
+	if w != (IndexWindow{Copies: 3, First: 5, Free: 6, FreeV: IndexCleared, HasFree: true}) {
+		t.Fatalf("wrapping scan: %+v", w)
+	}
+	if w := ScanIndex(e, other, 2); w != (IndexWindow{Copies: 1, First: 4, Free: 6, FreeV: IndexCleared, HasFree: true}) {
+		t.Fatalf("scan from 2: %+v", w)
+	}
+	full := make([]uint32, 2*IndexMaxProbe)
+	for i := range full {
+		full[i] = fp
+	}
+	full[IndexMaxProbe] = IndexEmpty
+	if w := ScanIndex(full, fp, 0); w.Copies != IndexMaxProbe || w.HasFree {
+		t.Fatalf("a full window: %+v, want %d copies and no free entry", w, IndexMaxProbe)
+	}
+}

@@ -196,18 +196,9 @@ func loadCounters(img image, d *header.FilterDesc) (*counting4.Filter, error) {
 // slot returns the entry holding the fingerprint of (native hash h, id),
 // or -1.
 func (lc *lateCopy) slot(h, id uint64) int {
-	n := uint64(len(lc.e))
-	fp, s := header.IndexProbe(h+lc.salt, id, n)
-	for range min(n, header.IndexMaxProbe) {
-		switch lc.e[s] {
-		case fp:
-			return int(s)
-		case header.IndexEmpty:
-			return -1
-		}
-		if s++; s == n {
-			s = 0
-		}
+	fp, s := header.IndexProbe(h+lc.salt, id, uint64(len(lc.e)))
+	if w := header.ScanIndex(lc.e, fp, s); w.Copies > 0 {
+		return int(w.First)
 	}
 	return -1
 }
@@ -294,16 +285,9 @@ func (lk *lateKeys) own(key []byte, kh, id uint64) bool {
 	if lk.index.slot(kh-lk.index.salt, id) < 0 && (!lk.lost || lk.heldElsewhere(key, id)) {
 		return false
 	}
-	n := uint64(len(lk.fresh))
-	fp, s := header.IndexProbe(kh, id, n)
-	for range min(n, header.IndexMaxProbe) {
-		if lk.fresh[s] == header.IndexEmpty {
-			lk.fresh[s] = fp
-			break
-		}
-		if s++; s == n {
-			s = 0
-		}
+	fp, s := header.IndexProbe(kh, id, uint64(len(lk.fresh)))
+	if w := header.ScanIndex(lk.fresh, fp, s); w.HasFree {
+		lk.fresh[w.Free] = fp
 	}
 	return true
 }

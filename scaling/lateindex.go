@@ -80,30 +80,25 @@ func (f *Filter) allocIndex(m *member) error {
 }
 
 // insert stores fingerprint fp of (h, id) in the first free entry of its
-// probe sequence, naming the entry in the record before each try (Repair
+// probe window, naming the entry in the record before each try (Repair
 // clears it if the Add is undone). It returns false if the index is full.
 func (x *lateIndex) insert(h, id uint64, r *record) bool {
-	n := uint64(len(x.e))
-	fp, s := header.IndexProbe(h, id, n)
+	fp, s := header.IndexProbe(h, id, uint64(len(x.e)))
 	atomic.StoreUint64(&r.rec.IndexFP, uint64(fp))
-	for range min(n, header.IndexMaxProbe) {
-		e := &x.e[s]
-		v := atomic.LoadUint32(e)
-		if v <= header.IndexCleared {
-			atomic.StoreUint64(&r.rec.IndexSlot, s+1)
-			if atomic.CompareAndSwapUint32(e, v, fp) {
-				x.mark(s)
-				atomic.StoreUint64(&r.rec.IndexSlot, (s+1)|header.IndexDone)
-				return true
-			}
-			continue // taken since the load: look at it again
+	for {
+		w := header.ScanIndex(x.e, fp, s)
+		if !w.HasFree {
+			atomic.StoreUint64(&r.rec.IndexSlot, 0)
+			return false
 		}
-		if s++; s == n {
-			s = 0
+		atomic.StoreUint64(&r.rec.IndexSlot, w.Free+1)
+		if atomic.CompareAndSwapUint32(&x.e[w.Free], w.FreeV, fp) {
+			x.mark(w.Free)
+			atomic.StoreUint64(&r.rec.IndexSlot, (w.Free+1)|header.IndexDone)
+			return true
 		}
+		// Taken since the load: look again.
 	}
-	atomic.StoreUint64(&r.rec.IndexSlot, 0)
-	return false
 }
 
 // lateEntry is an index entry and the fingerprint it holds.
@@ -114,20 +109,9 @@ type lateEntry struct {
 
 // find returns an entry holding the fingerprint of (h, id).
 func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
-	n := uint64(len(x.e))
-	fp, s := header.IndexProbe(h, id, n)
-	for range min(n, header.IndexMaxProbe) {
-		switch atomic.LoadUint32(&x.e[s]) {
-		case fp:
-			return lateEntry{s, fp}, true
-		case header.IndexEmpty:
-			return lateEntry{}, false
-		}
-		if s++; s == n {
-			s = 0
-		}
-	}
-	return lateEntry{}, false
+	fp, s := header.IndexProbe(h, id, uint64(len(x.e)))
+	w := header.ScanIndex(x.e, fp, s)
+	return lateEntry{w.First, fp}, w.Copies > 0
 }
 
 // claim claims a late Add of (h, id) for a Remove: it clears entry e if it
@@ -157,22 +141,22 @@ func (x *lateIndex) claim(h, id uint64, e lateEntry, r *record) (uint64, bool) {
 
 // restore puts back fingerprint fp of (h, id), cleared from entry slot by
 // a Remove that then found the key's counters not holding it: in its entry
-// if that is still free, else in the first free entry of its probe
-// sequence (entries never go back to empty, so a lookup still finds it).
+// if that is still free, else in the first free entry of its probe window
+// (entries never go back to empty, so a lookup still finds it).
 func (x *lateIndex) restore(h, id, slot uint64, fp uint32) {
 	if atomic.CompareAndSwapUint32(&x.e[slot], header.IndexCleared, fp) {
 		x.mark(slot)
 		return
 	}
-	n := uint64(len(x.e))
-	_, s := header.IndexProbe(h, id, n)
-	for range min(n, header.IndexMaxProbe) {
-		if v := atomic.LoadUint32(&x.e[s]); v <= header.IndexCleared && atomic.CompareAndSwapUint32(&x.e[s], v, fp) {
-			x.mark(s)
+	_, s := header.IndexProbe(h, id, uint64(len(x.e)))
+	for {
+		w := header.ScanIndex(x.e, fp, s)
+		if !w.HasFree {
 			return
 		}
-		if s++; s == n {
-			s = 0
+		if atomic.CompareAndSwapUint32(&x.e[w.Free], w.FreeV, fp) {
+			x.mark(w.Free)
+			return
 		}
 	}
 }
