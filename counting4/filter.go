@@ -115,6 +115,22 @@ func (f *Filter) ContainsAt(pos []uint64) bool {
 	return true
 }
 
+// Saturated reports whether all of the key's counters are saturated (15).
+// They stay so: no Add or Remove changes a counter at 15, nor does an
+// Undo; only an undo block's restore lowers one, that of the operation it
+// undoes, which raised it (an exclusive writer's, whose operations do not
+// overlap).
+func (f *Filter) Saturated(h uint64) bool {
+	var pos [MaxK]uint64
+	f.layout.Positions(h, f.counters, f.k, pos[:])
+	for _, p := range pos[:f.k] {
+		if f.Get(p) != 15 {
+			return false
+		}
+	}
+	return true
+}
+
 // Record is where an operation reports its progress, so that an operation
 // cut short by the death of its process can be rolled back exactly. Bit j of
 // Changed is set while position j's counter differs from its value before the

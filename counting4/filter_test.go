@@ -200,6 +200,33 @@ func TestSaturation(t *testing.T) {
 	}
 }
 
+// TestSaturated: a key is saturated once its Adds bring every one of its
+// counters to 15 (15 Adds on an empty filter), not before.
+func TestSaturated(t *testing.T) {
+	for _, l := range layouts {
+		t.Run(l.String(), func(t *testing.T) {
+			f := newFilter(t, l, 4096, 5)
+			h := salted(3, 0)
+			for i := range 15 {
+				if f.Saturated(h) {
+					t.Fatalf("saturated after %d Adds", i)
+				}
+				f.Add(h, nil)
+			}
+			if !f.Saturated(h) {
+				t.Fatal("not saturated after 15 Adds")
+			}
+			f.Remove(h, nil)
+			if !f.Saturated(h) {
+				t.Fatal("a Remove lowered a saturated key's counters")
+			}
+			if f.Saturated(salted(3, 1)) {
+				t.Fatal("another key is saturated")
+			}
+		})
+	}
+}
+
 // TestRemoveAbsent: dablooms 0.9.1 decremented the counters of keys never
 // added, creating false negatives for real keys.
 func TestRemoveAbsent(t *testing.T) {

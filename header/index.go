@@ -31,6 +31,16 @@ const (
 	// lookups had to run to an empty entry would slow down for ever). An
 	// insert that finds no free entry that close takes the index as full.
 	IndexMaxProbe = 64
+	// IndexSaturated is how many copies of one pair (key, id) a filter's
+	// index takes: 15 late Adds of a key into one filter leave its
+	// counters there at 15, the most a counter holds, where no Add or
+	// Remove changes them again. A late Add of a pair that has this many
+	// entries in the filter, whose counters are all saturated, inserts no
+	// entry (and changes nothing), and a Remove of it claims none (and
+	// succeeds, as a Remove of a saturated key does): replays of a pair
+	// cost no entries past this bound, so they never fill its probe window
+	// and seal the filter. Concurrent Adds may each insert one more.
+	IndexSaturated = 15
 
 	IndexNone      = 0 // FilterIndexOffset: no index blocks allocated; every entry reads empty
 	IndexAllocated = 1 // FilterIndexOffset: the index's blocks are allocated

@@ -230,10 +230,11 @@ const (
 // growFinish, grow only finishes a growth that is already in the directory
 // (see publish).
 //
-// growIndexFull appends whatever the newest filter's item count: a pair
-// (key, id) added late more than header.IndexMaxProbe times fills its
-// probe window, which holds only its copies, and the copies that follow go
-// to the next filter's index (I9; never a widened range, I8).
+// growIndexFull appends whatever the newest filter's item count: a late
+// Add found the header.IndexMaxProbe entries of its probe window taken
+// (other pairs' entries: a pair's own copies stop at
+// header.IndexSaturated, but for Adds racing each other), and it goes to
+// the next filter's index (I9; never a widened range, I8).
 func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	unlock, err := f.lockGrowth()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
 )
@@ -18,6 +19,9 @@ type lateIndex struct {
 	off   int64     // file offset of the table
 	ps    *pageSums // the filter's check pages: an entry changed marks its page
 	page0 uint64    // the table's first page among the filter's covered pages
+	// repeatsSeal: the negative control testknobs.Knobs.LateRepeatsSeal
+	// (see saturated).
+	repeatsSeal bool
 }
 
 // entriesPerPage is the index entries in a page (1024: a shift of 10).
@@ -38,8 +42,9 @@ func (f *Filter) mapIndex(i int, d *header.FilterDesc) (lateIndex, error) {
 		return lateIndex{}, fmt.Errorf("filter %d's late-add index: %w", i, err)
 	}
 	return lateIndex{
-		e:   unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w)),
-		off: d.IndexOffset(),
+		e:           unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w)),
+		off:         d.IndexOffset(),
+		repeatsSeal: knob(f.tk).LateRepeatsSeal,
 	}, nil
 }
 
@@ -101,17 +106,29 @@ func (x *lateIndex) insert(h, id uint64, r *record) bool {
 	}
 }
 
-// lateEntry is an index entry and the fingerprint it holds.
+// lateEntry is an index entry and the fingerprint it holds, and how many
+// entries held the pair's fingerprint when it was found.
 type lateEntry struct {
-	slot uint64
-	fp   uint32
+	slot   uint64
+	fp     uint32
+	copies int
 }
 
 // find returns an entry holding the fingerprint of (h, id).
 func (x *lateIndex) find(h, id uint64) (lateEntry, bool) {
 	fp, s := header.IndexProbe(h, id, uint64(len(x.e)))
 	w := header.ScanIndex(x.e, fp, s)
-	return lateEntry{w.First, fp}, w.Copies > 0
+	return lateEntry{w.First, fp, w.Copies}, w.Copies > 0
+}
+
+// saturated reports whether a late Add or Remove of a pair whose entry e
+// the index holds, of key hash kh, would change nothing: its copies fill
+// header.IndexSaturated entries and its counters are all saturated. Such an
+// Add inserts no entry and such a Remove claims none (header/index.go).
+// With the negative control testknobs.Knobs.LateRepeatsSeal (x.repeatsSeal)
+// nothing is saturated: every copy takes an entry, as before.
+func (x *lateIndex) saturated(e lateEntry, cf *counting4.Filter, kh uint64) bool {
+	return !x.repeatsSeal && e.copies >= header.IndexSaturated && cf.Saturated(kh)
 }
 
 // claim claims a late Add of (h, id) for a Remove: it clears entry e if it

@@ -255,6 +255,13 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64, t *target) (retry, error
 		w.finish(r, false)
 		return retryGone, nil
 	}
+	if late && lateSaturated(m, kh, id) {
+		// A replay of a pair whose copies saturate: nothing to change
+		// (header.IndexSaturated), and nothing to count.
+		w.release(m, sh)
+		w.finish(r, false)
+		return noRetry, nil
+	}
 	why, err := noRetry, f.ensureDirty(&m.line.Mark)
 	if err == nil {
 		why = placeAdd(w, c, m, kh, id, late, r)
@@ -381,6 +388,12 @@ func (f *Filter) removeLate(m *member, h hashes, id uint64, e lateEntry, t *targ
 		w.finish(r, false)
 		return noRetry, f.goneErr(ErrNotPresent)
 	}
+	if m.ix.saturated(e, m.cf, kh) {
+		// Its copies saturate (header.IndexSaturated): the Remove succeeds
+		// and changes nothing, as one of a saturated key does.
+		w.finish(r, false)
+		return noRetry, nil
+	}
 	if err := f.ensureDirty(&m.line.Mark); err != nil {
 		w.finish(r, false)
 		return noRetry, err
@@ -504,6 +517,13 @@ func inRange(c *chain, id uint64) (*member, int) {
 		}
 	}
 	return only, n
+}
+
+// lateSaturated reports whether a late Add of (key, id), of key hash kh,
+// to m would change nothing: m's index holds the pair saturated.
+func lateSaturated(m *member, kh, id uint64) bool {
+	e, ok := m.ix.find(kh, id)
+	return ok && m.ix.saturated(e, m.cf, kh)
 }
 
 // findLate returns the filter whose late-add index holds (key, id) and

@@ -32,6 +32,11 @@ type Knobs struct {
 
 	// LegacyRouting routes Adds as version 1.0 did, without late Adds.
 	LegacyRouting bool
+	// LateRepeatsSeal makes every late Add of a pair take an index entry,
+	// however many its copies (none saturated): a pair replayed
+	// header.IndexMaxProbe times fills its probe window and seals the
+	// newest filter.
+	LateRepeatsSeal bool
 	// SkipGoneCheck makes the gate (gone) never stop an operation.
 	SkipGoneCheck bool
 	// SkipReplaceCheck makes the Filter ignore the replaced word.
