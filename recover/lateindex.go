@@ -207,15 +207,25 @@ func (lc *lateCopy) slot(h, id uint64) int {
 // and reports whether there was one. With the filter's counters at hand,
 // it also needs them to hold the key (a fingerprint alone may be another
 // pair's).
+//
+// A pair whose copies saturate (header.IndexSaturated entries, and its
+// counters there all saturated, or being rebuilt: they will be) is the
+// newer filter's however often the source lists it, and its entries stay:
+// the library takes no entry and no count for its copies past the bound.
 func (lc *lateCopy) take(h, id uint64) bool {
-	if lc.cf != nil && !lc.cf.Contains(h+lc.salt) {
+	kh := h + lc.salt
+	if lc.cf != nil && !lc.cf.Contains(kh) {
 		return false
 	}
-	s := lc.slot(h, id)
-	if s < 0 {
+	fp, s := header.IndexProbe(kh, id, uint64(len(lc.e)))
+	w := header.ScanIndex(lc.e, fp, s)
+	switch {
+	case w.Copies == 0:
 		return false
+	case w.Copies >= header.IndexSaturated && (lc.cf == nil || lc.cf.Saturated(kh)):
+		return true
 	}
-	lc.e[s] = header.IndexCleared
+	lc.e[w.First] = header.IndexCleared
 	return true
 }
 
@@ -279,14 +289,24 @@ func (lk *lateKeys) lateElsewhere(key []byte, id uint64) bool {
 	return false
 }
 
-// own reports whether (key, id), below i's range, is one of i's late Adds,
-// and if so records it in the fresh index (kh: the key's hash for i).
+// own reports whether (key, id), below i's range, is one of i's late Adds
+// to re-add, and if so records it in the fresh index (kh: the key's hash
+// for i).
 func (lk *lateKeys) own(key []byte, kh, id uint64) bool {
 	if lk.index.slot(kh-lk.index.salt, id) < 0 && (!lk.lost || lk.heldElsewhere(key, id)) {
 		return false
 	}
+	// A pair the source lists more often than its copies saturate gets
+	// header.IndexSaturated entries and as many Adds (they saturate its
+	// counters), as the library leaves it: the copies past the bound would
+	// fill its probe window, leaving the pairs that share it without their
+	// entries, and count items the library does not.
 	fp, s := header.IndexProbe(kh, id, uint64(len(lk.fresh)))
-	if w := header.ScanIndex(lk.fresh, fp, s); w.HasFree {
+	w := header.ScanIndex(lk.fresh, fp, s)
+	if w.Copies >= header.IndexSaturated {
+		return false
+	}
+	if w.HasFree {
 		lk.fresh[w.Free] = fp
 	}
 	return true
