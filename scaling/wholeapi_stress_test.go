@@ -10,6 +10,9 @@ package scaling_test
 //   - Add, Remove, Contains and their batches, with ids in step, behind and
 //     backwards; "hot" pairs (one key, one id) added many times by every
 //     process and removed concurrently, most of them late Adds;
+//   - replays of old pairs, as a consumer with at-least-once delivery makes
+//     after a restart: stretches of a writer's checked keys added again
+//     with their ids, once or many times over (see replay);
 //   - RetireBefore, Flush, private handles (read-only, read-write, and
 //     exclusive ones coming and going);
 //   - Compact (from the truth kept in shared memory), in-place Repair and
@@ -27,7 +30,9 @@ package scaling_test
 // gone: Verify and Repair agree (Verify names no filter for Rebuild, and
 // Repair leaves the file clean), no filter holds more than capacity +
 // slack, no two id ranges overlap, the file reopens with every recorded key,
-// and every hot pair's copies still counted can be removed.
+// and every hot pair's copies still counted can be removed; then old pairs
+// replayed far more often than their copies saturate grow neither the
+// chain nor the file, and every Remove of them succeeds (replayCheck).
 //
 // Create with Overwrite is the one rewrite left out: it drops every key by
 // design, so no lookup can be checked across it (its move of open handles
@@ -108,12 +113,13 @@ const (
 	waRewriteBusy
 	waFull
 	waLongBatches
+	waReplays
 	waN
 )
 
 var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "twin removes", "retirements", "compactions",
 	"in-place repairs", "backups", "backups refused", "live verifies", "exclusive handles", "exclusive opens busy",
-	"flushes", "rewrites busy", "ErrFull", "long exclusive batches"}
+	"flushes", "rewrites busy", "ErrFull", "long exclusive batches", "replayed adds"}
 
 type waCfg struct {
 	Procs, Gor int
@@ -420,6 +426,39 @@ func (wk *waWorker) hot() {
 	case errors.Is(err, scaling.ErrNotPresent) && hotID(h) < s.cut():
 	default:
 		s.fail("Remove of hot pair %d (id %d), one of %d copies whose Adds returned and not yet removed, on %s: %v", h, hotID(h), s.shm.Load(waHotAvail+h)+1, how, err)
+	}
+}
+
+// replay adds a stretch of the worker's checked keys again, each with its
+// id, as a consumer with at-least-once delivery replays its log after a
+// restart: a few pairs from anywhere before its count, once or a few times
+// over, or one pair more often than its copies saturate (header.
+// IndexSaturated; before, every 64 late copies of a pair sealed the newest
+// filter). Checked keys are never removed, so the copies stay (a
+// compaction keeps one). Each must be found afterwards.
+func (wk *waWorker) replay() {
+	s := wk.s
+	cnt := s.shm.Load(waChecked + wk.w) // only this goroutine writes it
+	if cnt == 0 {
+		return
+	}
+	n0 := wk.rng.Uint64N(cnt)
+	l, times := min(cnt-n0, 1+wk.rng.Uint64N(16)), 1+wk.rng.IntN(3)
+	if wk.rng.IntN(16) == 0 {
+		l, times = 1, 2*header.IndexMaxProbe
+	}
+	h, how := wk.writeHandle()
+	for range times {
+		for n := n0; n < n0+l; n++ {
+			if err := h.Add(checkedKey(wk.w, n), checkedID(s.cfg.Seed, s.cfg.writers(), wk.w, n)); err != nil {
+				wk.writeErr(err, fmt.Sprintf("replay of checked key %d/%d on %s", wk.w, n, how))
+				return
+			}
+			s.count(waReplays)
+		}
+	}
+	for n := n0; n < n0+l; n++ {
+		s.expectPresent(h.Contains(checkedKey(wk.w, n)), wk.w, n, "Contains after its replay on "+how)
 	}
 }
 
@@ -844,6 +883,8 @@ func (wk *waWorker) step() {
 		wk.hot()
 	case r < 500:
 		wk.twin()
+	case r < 530:
+		wk.replay()
 	case r < 850:
 		wk.lookup()
 	case r < 870:
@@ -1088,5 +1129,63 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	}
 	if n := shm.Load(waFails); n != 0 {
 		t.Errorf("%d failure(s) counted in the killed process or the others", n)
+	}
+	replayCheck(t, g, s)
+}
+
+// replayCheck replays, on the reopened file, old checked pairs whose ids
+// lie at or below the older filters' ranges' top (the frontier: in an
+// older filter's range, or late Adds of the newest), each 3 ×
+// IndexMaxProbe times: the chain and the file must not
+// grow, every pair stays present, and every Remove of one succeeds (its
+// copies saturate: a Remove of it changes nothing). It replays as many
+// pairs as the newest filter has room for the items their copies count
+// (IndexSaturated each, the rest going to slack or changing nothing), and
+// says so when it has room for none.
+func replayCheck(t *testing.T, g *scaling.Filter, s *waRun) {
+	t.Helper()
+	const times = 3 * header.IndexMaxProbe
+	st := g.Stats()
+	newest := st.Filters[len(st.Filters)-1]
+	room := int64(header.ItemLimit(newest.Capacity)) - int64(newest.Count)
+	want := min(32, room/(2*header.IndexSaturated))
+	frontier := uint64(0)
+	for _, f := range st.Filters[:len(st.Filters)-1] {
+		frontier = max(frontier, f.LastID)
+	}
+	var keys [][]byte
+	var ids []uint64
+	for w := range s.cfg.writers() {
+		for n := range s.shm.Load(waChecked + w) {
+			if id := checkedID(s.cfg.Seed, s.cfg.writers(), w, n); id >= s.cut() && id <= frontier && id < newest.FirstID && int64(len(keys)) < want {
+				keys, ids = append(keys, checkedKey(w, n)), append(ids, id)
+			}
+		}
+	}
+	if len(keys) == 0 || len(st.Filters) < 2 {
+		t.Logf("replay check: no old pair to replay (%d filters; room for %d items in the newest)", len(st.Filters), room)
+		return
+	}
+	for range times {
+		for i, k := range keys {
+			if err := g.Add(k, ids[i]); err != nil {
+				t.Fatalf("replay of %q (id %d): %v", k, ids[i], err)
+			}
+		}
+	}
+	after := g.Stats()
+	t.Logf("replay check: %d pairs × %d: %d filters, %d bytes → %d filters, %d bytes", len(keys), times, len(st.Filters), st.FileSize, len(after.Filters), after.FileSize)
+	if len(after.Filters) != len(st.Filters) || after.FileSize != st.FileSize {
+		t.Fatalf("replaying %d old pairs %d times grew the store from %d filters, %d bytes to %d filters, %d bytes", len(keys), times, len(st.Filters), st.FileSize, len(after.Filters), after.FileSize)
+	}
+	for i, k := range keys {
+		for c := range times + 1 {
+			if err := g.Remove(k, ids[i]); err != nil {
+				t.Fatalf("Remove %d of the %d copies of replayed pair %q (id %d): %v", c+1, times+1, k, ids[i], err)
+			}
+		}
+		if !g.Contains(k) {
+			t.Fatalf("replayed pair %q (id %d), whose copies saturate, is gone after %d Removes", k, ids[i], times+1)
+		}
 	}
 }
