@@ -127,23 +127,30 @@ func TestRebuildKeepsLateAdds(t *testing.T) {
 	for _, damaged := range [][]int{{0}, {1}, {2}, {0, 1, 2, 3}} {
 		t.Run(fmt.Sprint(damaged), func(t *testing.T) {
 			path, rows := lateFile(t)
-			for _, i := range damaged {
-				putWord(t, path, header.FilterLineOffset(i)+header.FilterReservedOffset, 1)
-			}
-			if r := verifyT(t, path); r.State != Corrupt {
-				dumpReport(t, r)
-				t.Fatalf("garbage lines: state %v, want corrupt", r.State)
-			}
-			rep, err := Rebuild(path, rowsSource(rows), booted(&RepairOptions{}, testBoot))
-			if err != nil || rep.State != Clean {
-				t.Fatalf("Rebuild: %v, %v", err, rep)
-			}
-			if r := verifyT(t, path); r.State != Clean {
-				dumpReport(t, r)
-				t.Fatalf("after Rebuild: state %v", r.State)
-			}
+			rebuildGarbageLines(t, path, rows, damaged)
 			removeAll(t, path, rows)
 		})
+	}
+}
+
+// rebuildGarbageLines makes the lines of the filters damaged garbage, and
+// rebuilds them from rows: Verify must say corrupt before, clean after.
+func rebuildGarbageLines(t *testing.T, path string, rows []lateRow, damaged []int) {
+	t.Helper()
+	for _, i := range damaged {
+		putWord(t, path, header.FilterLineOffset(i)+header.FilterReservedOffset, 1)
+	}
+	if r := verifyT(t, path); r.State != Corrupt {
+		dumpReport(t, r)
+		t.Fatalf("garbage lines: state %v, want corrupt", r.State)
+	}
+	rep, err := Rebuild(path, rowsSource(rows), booted(&RepairOptions{}, testBoot))
+	if err != nil || rep.State != Clean {
+		t.Fatalf("Rebuild: %v, %v", err, rep)
+	}
+	if r := verifyT(t, path); r.State != Clean {
+		dumpReport(t, r)
+		t.Fatalf("after Rebuild: state %v", r.State)
 	}
 }
 

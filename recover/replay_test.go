@@ -90,21 +90,7 @@ func TestRebuildFromReplayedLog(t *testing.T) {
 	for _, damaged := range [][]int{{0}, {1}, {0, 1}} {
 		t.Run(fmt.Sprint(damaged), func(t *testing.T) {
 			path, rows, filters, size := replayFile(t)
-			for _, i := range damaged {
-				putWord(t, path, header.FilterLineOffset(i)+header.FilterReservedOffset, 1)
-			}
-			if r := verifyT(t, path); r.State != Corrupt {
-				dumpReport(t, r)
-				t.Fatalf("garbage lines: state %v, want corrupt", r.State)
-			}
-			rep, err := Rebuild(path, rowsSource(rows), booted(&RepairOptions{NoBackup: true}, testBoot))
-			if err != nil || rep.State != Clean {
-				t.Fatalf("Rebuild: %v, %v", err, rep)
-			}
-			if r := verifyT(t, path); r.State != Clean {
-				dumpReport(t, r)
-				t.Fatalf("after Rebuild: state %v", r.State)
-			}
+			rebuildGarbageLines(t, path, rows, damaged)
 			checkPresent(t, path, rows)
 			f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
 			if err != nil {
