@@ -51,12 +51,19 @@ const (
 	DirtySinceOffset = HotOffset + LineSize + 16
 	// CleanBootIDOffset holds the boot identity recorded at the last clean flush.
 	CleanBootIDOffset = HotOffset + LineSize + 24
+	// TakingOffset holds the taking word: 0, or the changed-map page whose
+	// marks a Flush is taking (directory entry + 1 << TakingEntryShift |
+	// map page), left behind by a Flush killed while it took them.
+	TakingOffset = CleanBootIDOffset + 8
+	// TakingEntryShift is the bit of the taking word where the directory
+	// entry + 1 starts.
+	TakingEntryShift = 48
 	// HotReservedOffset and HotTailOffset start the hot page's two reserved
 	// (zero) ranges: [HotReservedOffset, BootIDOffset) and
 	// [HotTailOffset, HotOffset+PageSize) (in a file with FlagUndoBlock, but
 	// for the undo block: undo.go).
 	HotReservedOffset = ReplacedOffset + 8
-	HotTailOffset     = CleanBootIDOffset + 8
+	HotTailOffset     = TakingOffset + 8
 
 	// FilterLinesOffset is the start of the per-filter hot lines, one 64-byte
 	// line per directory entry.

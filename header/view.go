@@ -50,6 +50,7 @@ type Hot struct {
 	BootID      [2]uint64 `format:"boot id"`       // BootIDOffset: the 16 bytes, as two little-endian words
 	DirtySince  uint64    `format:"dirty since"`   // DirtySinceOffset
 	CleanBootID uint64    `format:"clean boot id"` // CleanBootIDOffset
+	Taking      uint64    `format:"taking"`        // TakingOffset: 0, or the changed-map page a Flush takes
 }
 
 // Line is a filter's hot line (FilterLineOffset).
@@ -109,6 +110,7 @@ func _() {
 	_ = same[HotOffset+unsafe.Offsetof(h.BootID)-BootIDOffset]
 	_ = same[HotOffset+unsafe.Offsetof(h.DirtySince)-DirtySinceOffset]
 	_ = same[HotOffset+unsafe.Offsetof(h.CleanBootID)-CleanBootIDOffset]
+	_ = same[HotOffset+unsafe.Offsetof(h.Taking)-TakingOffset]
 
 	_ = same[unsafe.Sizeof(l)-LineSize]
 	_ = same[unsafe.Offsetof(l.Items)-FilterItemsOffset]

@@ -183,6 +183,11 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 		le.PutUint64(p.head[header.ReplacedOffset:], header.ReplaceNone)
 	}
 	p.zero(header.HotReservedOffset, header.BootIDOffset)
+	if t := le.Uint64(p.head[header.TakingOffset:]); t != 0 {
+		// fixPageSums takes every page's checksum again.
+		p.put(header.TakingOffset, 0)
+		p.act("cleared the taking word (%#x) of a flush killed while it took page checksums: a process was killed, the pages' checksums are taken again", t)
+	}
 	p.zero(header.HotTailOffset, header.HotOffset+header.PageSize)
 	for e := range header.MaxFilters {
 		if a.chainIndex(e) >= 0 {

@@ -58,12 +58,23 @@ func (f *Filter) flush() error {
 		return ErrClosed
 	}
 	size := f.r.Size()
-	ep, _, ok := f.words.BeginFlush()
+	k := knob(f.tk)
+	ep, clean, ok := f.words.BeginFlush()
+	if !ok && !clean && !k.FlushNoTakeOver {
+		// Flushing while this flush holds the flush lock: the flush that
+		// set it was killed. Take it over (I3).
+		ep, ok = f.words.TakeOverFlush()
+	}
 	if !ok {
-		// Already clean, a writer is marking the file dirty, or another
-		// flush runs: sync, claim nothing.
+		// Already clean, or a writer is marking the file dirty: sync,
+		// claim nothing.
 		return f.sync(0, size)
 	}
+	step := k.FlushStep
+	if step == nil {
+		step = func(string) {}
+	}
+	step("begun")
 	// The checksums of the pages changed since the last flush (version
 	// 1.4), from the chain as published now: a filter another process
 	// published and wrote must not keep its marks past a clean flush.
@@ -72,6 +83,7 @@ func (f *Filter) flush() error {
 		return err
 	}
 	unlockGrowth() // the blocks of the filters may move again
+	step("taken")
 	mem, busy := f.recordTotals()
 	if busy {
 		f.words.AbortFlush(ep)
@@ -81,7 +93,9 @@ func (f *Filter) flush() error {
 		f.words.AbortFlush(ep)
 		return err
 	}
+	step("synced")
 	if f.words.EndFlush(ep, mem) {
+		step("ended")
 		h := header.HotAt(f.hot)
 		atomic.AddUint64(&h.FlushCount, 1)
 		atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))

@@ -56,30 +56,57 @@ func (s *pageSums) mark(p uint64) {
 	}
 }
 
+// mapPageWords is the number of words in a page of a changed map: a map
+// page covers 4·mapPageWords pages, the unit the hot taking word names.
+const mapPageWords = header.PageSize / 4
+
+// taker is what one Flush's take of the marks uses.
+type taker struct {
+	buf       *[pageWords]uint64
+	readFirst bool         // testknobs.Knobs.PageSumsReadFirst
+	taking    *uint64      // the hot taking word (nil: Knobs.FlushTakeUnrecorded)
+	step      func(string) // testknobs.Knobs.FlushStep (nil: none)
+}
+
 // take takes the marks of the filter's changed pages and stores their
 // checksums: for each map word, the swap that clears its marks comes
 // before the reads of its pages, so a change the reads miss is followed
 // by its writer's mark, which finds the byte 0 and sets it again.
+// Before the swap of the first marked word of each map page, the hot
+// taking word names that map page (entry is the filter's directory
+// entry): a flush killed between a swap and the checksum stores that
+// swap calls for leaves its pages unmarked under old checksums, and the
+// next flush marks them again (remark) before it takes the marks (I3).
 // readFirst (testknobs.Knobs.PageSumsReadFirst, a negative control)
 // reverses that order: it reads the marked pages of a word before the
 // swap, and leaves a change made in between unmarked under an old
 // checksum.
-func (s *pageSums) take(buf *[pageWords]uint64, readFirst bool) (pages int) {
+func (s *pageSums) take(t *taker, entry int) (pages int) {
+	recorded := -1
 	for w := range s.pages {
 		var early [4]uint32
 		var read uint32 // marks of the pages read into early
-		if readFirst {
+		if t.readFirst {
 			read = atomic.LoadUint32(&s.pages[w])
 			for b := range uint64(4) {
 				if p, ok := s.marked(w, read, b); ok {
-					early[b] = s.sum(p, buf)
+					early[b] = s.sum(p, t.buf)
 				}
 			}
+		}
+		if atomic.LoadUint32(&s.pages[w]) == 0 {
+			continue
+		}
+		if mp := w / mapPageWords; mp != recorded && t.taking != nil {
+			atomic.StoreUint64(t.taking, takingWord(entry, mp))
+			recorded = mp
+			t.at("recorded")
 		}
 		marks := s.pages.Take(w)
 		if marks == 0 {
 			continue
 		}
+		t.at("swapped")
 		for b := range uint64(4) {
 			p, ok := s.marked(w, marks, b)
 			if !ok {
@@ -87,13 +114,47 @@ func (s *pageSums) take(buf *[pageWords]uint64, readFirst bool) (pages int) {
 			}
 			v := early[b]
 			if read>>(b*8)&0xff == 0 {
-				v = s.sum(p, buf)
+				v = s.sum(p, t.buf)
 			}
 			s.sums.Set(p, v)
 			pages++
+			t.at("stored")
 		}
 	}
 	return pages
+}
+
+// at runs the FlushStep knob, if any, at step name of a Flush.
+func (t *taker) at(name string) {
+	if t.step != nil {
+		t.step(name)
+	}
+}
+
+// takingWord is the hot taking word naming map page mp of the filter in
+// directory entry entry (docs/FORMAT.md, "Global hot page").
+func takingWord(entry, mp int) uint64 {
+	return uint64(entry+1)<<header.TakingEntryShift | uint64(mp)
+}
+
+// remark marks changed every covered page of the map page the taking word
+// t names, in the member of c it names (none if it names no member of c,
+// or one being retired): a flush killed inside its take may have left
+// them unmarked under old checksums.
+func (c *chain) remark(t uint64) {
+	entry, mp := int(t>>header.TakingEntryShift)-1, t&(1<<header.TakingEntryShift-1)
+	for _, m := range c.f {
+		if m.idx != entry || m.gone() || m.ps.pages == nil {
+			continue
+		}
+		per := uint64(4 * mapPageWords)
+		if mp >= (m.ps.n+per-1)/per {
+			return // no such map page
+		}
+		for p := mp * per; p < min((mp+1)*per, m.ps.n); p++ {
+			m.ps.mark(p)
+		}
+	}
 }
 
 // marked returns page p = 4w+b and whether marks, map word w's marks,
@@ -137,13 +198,23 @@ func (f *Filter) takeSums() error {
 	if f.sumBuf == nil {
 		f.sumBuf = new([pageWords]uint64)
 	}
-	readFirst := knob(f.tk).PageSumsReadFirst
+	k := knob(f.tk)
+	t := &taker{buf: f.sumBuf, readFirst: k.PageSumsReadFirst, step: k.FlushStep}
+	if !k.FlushTakeUnrecorded {
+		t.taking = &header.HotAt(f.hot).Taking
+		if w := atomic.LoadUint64(t.taking); w != 0 {
+			c.remark(w)
+		}
+	}
 	for _, m := range c.f {
 		if !m.gone() {
 			// (A retired filter's blocks are being released: a store
 			// into them would allocate them again.)
-			m.ps.take(f.sumBuf, readFirst)
+			m.ps.take(t, m.idx)
 		}
+	}
+	if t.taking != nil && atomic.LoadUint64(t.taking) != 0 {
+		atomic.StoreUint64(t.taking, 0)
 	}
 	return nil
 }

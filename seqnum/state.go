@@ -162,6 +162,17 @@ func (w Words) BeginFlush() (epoch uint64, clean, ok bool) {
 	}
 }
 
+// TakeOverFlush returns the epoch of a flushing phase whose flush died, and
+// true, for a caller that holds the file's flush lock: with one flush at a
+// time, the flush that moved dirty to flushing is no longer running, and
+// no writer has re-marked the file since (it would have moved the phase
+// on). The caller goes on as if its BeginFlush had returned ok. It reports
+// false if the phase is not flushing.
+func (w Words) TakeOverFlush() (epoch uint64, ok bool) {
+	ep, ph := Unpack(atomic.LoadUint64(w.State))
+	return ep, ph == Flushing
+}
+
 // AbortFlush gives up a flush begun with BeginFlush (an operation was in
 // flight). It is harmless if a writer already moved the phase on.
 func (w Words) AbortFlush(epoch uint64) {

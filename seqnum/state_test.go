@@ -209,6 +209,36 @@ func TestBeginFlushRefusals(t *testing.T) {
 	}
 }
 
+// TestTakeOverFlush: a flush that holds the flush lock takes over only a
+// flushing phase (a killed flush's), and claims clean with it unless a
+// writer re-marked the file after the takeover.
+func TestTakeOverFlush(t *testing.T) {
+	for _, p := range []Phase{Clean, Marking, Dirty} {
+		fx := newFixture(9, p)
+		if ep, ok := fx.w.TakeOverFlush(); ep != 9 || ok {
+			t.Errorf("TakeOverFlush in %v = %d, %v; want 9, false", p, ep, ok)
+		}
+		fx.expect(t, 9, p)
+	}
+	fx := newFixture(9, Flushing)
+	ep, ok := fx.w.TakeOverFlush()
+	if ep != 9 || !ok {
+		t.Fatalf("TakeOverFlush in flushing = %d, %v; want 9, true", ep, ok)
+	}
+	if !fx.w.EndFlush(ep, 7) {
+		t.Fatal("EndFlush after the takeover refused")
+	}
+	fx.expect(t, 10, Clean)
+	fx = newFixture(9, Flushing)
+	ep, _ = fx.w.TakeOverFlush()
+	if err := fx.mark(0); err != nil {
+		t.Fatal(err)
+	}
+	if fx.w.EndFlush(ep, 7) {
+		t.Fatal("EndFlush claimed clean over a writer's mark after the takeover")
+	}
+}
+
 // TestWriterDuringFlush: a writer that marks while a flush syncs makes the
 // flush unable to claim clean.
 func TestWriterDuringFlush(t *testing.T) {

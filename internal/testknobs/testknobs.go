@@ -58,6 +58,16 @@ type Knobs struct {
 	// before it takes the page's mark, not after: a change that lands in
 	// between is then left unmarked under a stale checksum.
 	PageSumsReadFirst bool
+	// FlushTakeUnrecorded makes Flush take the page checksums as it did
+	// before the hot taking word: without naming the map page it takes,
+	// and without marking again the pages a killed flush left named. A
+	// flush killed inside the take then leaves pages unmarked under
+	// stale checksums, which the next flush marks clean.
+	FlushTakeUnrecorded bool
+	// FlushNoTakeOver makes Flush leave a Flushing phase it finds while
+	// it holds the flush lock (a killed flush's) alone, as before: it
+	// syncs and claims nothing.
+	FlushNoTakeOver bool
 
 	// Hooks: each, if set, runs at one step of the Filter.
 
@@ -67,6 +77,15 @@ type Knobs struct {
 	// SlotReadHook runs after the Filter first finds records of a slot it
 	// does not own in flight (Stats, a rewrite's wait).
 	SlotReadHook func(slot int)
+	// FlushStep runs at each step of a Flush that may claim clean: "begun"
+	// (it moved dirty to flushing, or took over a killed flush's
+	// flushing), in the take of the page checksums "recorded" (the taking
+	// word names a map page), "swapped" (a map word's marks taken) and
+	// "stored" (a page's checksum stored), then "taken", "synced" and
+	// "ended" (the file marked clean). A test stops the flush there as a
+	// kill would with runtime.Goexit (the locks are let go as a dead
+	// process's are).
+	FlushStep func(step string)
 	// RouteHook runs once an Add (single, batched or swept) is routed to
 	// the filter with the given chain number, before its record is
 	// claimed. A handle with one has its writer wrapped when it is made
