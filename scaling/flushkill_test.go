@@ -87,13 +87,13 @@ func flushKillTrial(t *testing.T, path string, kill int, after string, k testkno
 		if _, err := recover.Backup(context.Background(), path, dst, &recover.BackupOptions{Overwrite: true}); err != nil {
 			bad = append(bad, fmt.Sprintf("Backup: %v", err))
 		} else {
-			bad = append(bad, flushKillFindings(t, dst, "the backup")...)
+			bad = append(bad, flushKillFindings(t, dst, "the backup", flushKillKey, flushKillKeys)...)
 		}
 	default:
 		t.Fatalf("after %q", after)
 	}
 	flushKillWrite(t, path, "one more", true)
-	return stopped, append(bad, flushKillFindings(t, path, "the file")...)
+	return stopped, append(bad, flushKillFindings(t, path, "the file", flushKillKey, flushKillKeys)...)
 }
 
 // flushKillWrite opens path, adds key (none if ""), flushes and closes.
@@ -117,8 +117,9 @@ func flushKillWrite(t *testing.T, path, key string, add bool) {
 }
 
 // flushKillFindings returns what Verify finds wrong with path: a state but
-// clean, any finding worse than a note, a key added and not found.
-func flushKillFindings(t *testing.T, path, what string) []string {
+// clean, any finding worse than a note, a key added (key(i), i < n) and not
+// found.
+func flushKillFindings(t *testing.T, path, what string, key func(int) []byte, n int) []string {
 	t.Helper()
 	r, err := recover.Verify(path)
 	if err != nil {
@@ -138,8 +139,8 @@ func flushKillFindings(t *testing.T, path, what string) []string {
 		return append(bad, fmt.Sprintf("%s: Open: %v", what, err))
 	}
 	defer f.Close()
-	for i := range flushKillKeys {
-		if !f.Contains(flushKillKey(i)) {
+	for i := range n {
+		if !f.Contains(key(i)) {
 			bad = append(bad, fmt.Sprintf("%s: key %d lost", what, i))
 			break
 		}

@@ -1,0 +1,205 @@
+package scaling_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/childproc"
+	"github.com/dablooms/dablooms/internal/testknobs"
+	"github.com/dablooms/dablooms/scaling"
+	"github.com/dablooms/dablooms/seqnum"
+)
+
+// A Flush SIGKILLed in another process, inside its take of the page
+// checksums, then a write and a flush here: Verify must find the file
+// clean (issue 38, item 1; TestFlushKilledAtEachStep stops the flush at
+// each step in one process). The child reports each step of its flush
+// (Knobs.FlushStep, which only counts here) in shared memory; the parent
+// picks a step of the take at random, waits until the child passes it and
+// kills it, so the kills land all over the take, at whatever instruction
+// the signal finds.
+
+var flushKillChildren = childproc.Family{Test: "TestMPFlushKillChild", Prefix: "DABLOOMS_MPFK_"}
+
+// Control words (after childproc's barrier words).
+const (
+	mpfkReady = 128 // the child has the file open
+	mpfkGo    = 136 // the parent says flush
+	mpfkSteps = 144 // the child's flush steps so far
+	mpfkTaken = 152 // the child's flush step at which the take ended (0: not yet)
+	mpfkDone  = 160 // the child's flush returned
+)
+
+// mpfkKeys are added, unflushed, before each trial's flush: most pages
+// of the one filter (about 1,700) change.
+const mpfkKeys = 150_000
+
+func mpfkKey(i int) []byte { return fmt.Appendf(nil, "mp flush kill %d", i) }
+
+// TestMPFlushKillChild is the entry point of the children.
+func TestMPFlushKillChild(t *testing.T) {
+	role := flushKillChildren.Child(t)
+	err := fmt.Errorf("unknown child role %q", role)
+	if role == "flusher" {
+		err = mpfkFlusher()
+	}
+	fmt.Fprintf(os.Stderr, "child %s (pid %d): %v\n", role, os.Getpid(), err)
+	os.Exit(2)
+}
+
+// mpfkFlusher opens the file, flushes it when the parent says go, and
+// waits to be killed.
+func mpfkFlusher() error {
+	ctl, err := childproc.MapShm(flushKillChildren.Env("CTL"), childproc.CtlWords, false)
+	if err != nil {
+		return err
+	}
+	k := &testknobs.Knobs{FlushTakeUnrecorded: flushKillChildren.Env("OLD") == "1"}
+	k.FlushStep = func(step string) {
+		ctl.Add(mpfkSteps, 1)
+		if step == "taken" {
+			ctl.Store(mpfkTaken, ctl.Load(mpfkSteps))
+		}
+	}
+	o := &scaling.OpenOptions{}
+	testknobs.Set(o, k)
+	f, err := scaling.Open(flushKillChildren.Env("PATH"), o)
+	if err != nil {
+		return err
+	}
+	ctl.Store(mpfkReady, 1)
+	for ctl.Load(mpfkGo) == 0 {
+		time.Sleep(20 * time.Microsecond)
+	}
+	if err := f.Flush(); err != nil {
+		return err
+	}
+	ctl.Store(mpfkDone, 1)
+	time.Sleep(time.Minute) // the parent kills long before
+	return fmt.Errorf("not killed")
+}
+
+// mpfkWord reads the 8-byte word at off of path.
+func mpfkWord(t *testing.T, path string, off int64) uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// mpfkResult is what mpfkTrials saw.
+type mpfkResult struct {
+	trials, inTake, withTaking, damaged int
+	first                              string // the first damage found
+}
+
+// mpfkTrials runs trials until inside of them killed the flush inside its
+// take (at most 5·inside trials), with the child's take as before the
+// taking word if old.
+func mpfkTrials(t *testing.T, inside int, old bool) mpfkResult {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.dbl")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 38))
+	var r mpfkResult
+	takeSteps := uint64(0) // steps of a whole take, from an unkilled first trial
+	for ; r.inTake < inside && r.trials < 5*inside; r.trials++ {
+		c, err := scaling.Create(path, &scaling.Options{Capacity: 1_000_000, ErrorRate: 0.01, Seed: rng.Uint64() | 1, Overwrite: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range mpfkKeys {
+			if err := c.Add(mpfkKey(i), uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Close(); err != nil { // unflushed: the child's flush takes the pages
+			t.Fatal(err)
+		}
+		ctl, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("ctl-%d", r.trials)), childproc.CtlWords, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldEnv := 0
+		if old {
+			oldEnv = 1
+		}
+		p := flushKillChildren.Start(t, fmt.Sprintf("flusher %d", r.trials), "flusher",
+			childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OLD", oldEnv))
+		childproc.Await(t, p, func() bool { return ctl.Load(mpfkReady) != 0 })
+		// The kill: after a step of the take picked at random (after the
+		// whole flush in the first trial, which counts the take's steps).
+		at := uint64(1 << 62)
+		if takeSteps > 0 {
+			at = 2 + rng.Uint64N(takeSteps-2) // past "begun"
+		}
+		ctl.Store(mpfkGo, 1)
+		childproc.Await(t, p, func() bool { return ctl.Load(mpfkSteps) >= at || ctl.Load(mpfkDone) != 0 })
+		p.Cmd.Process.Kill()
+		<-p.Done
+		if takeSteps == 0 {
+			if takeSteps = ctl.Load(mpfkTaken); takeSteps < 100 {
+				t.Fatalf("the flush's take had %d steps: too few pages changed to aim kills inside it", takeSteps)
+			}
+		}
+		steps, taken := ctl.Load(mpfkSteps), ctl.Load(mpfkTaken)
+		ctl.Close()
+		_, phase := seqnum.Unpack(mpfkWord(t, path, header.StateOffset))
+		if phase == seqnum.Flushing && steps > 1 && taken == 0 {
+			r.inTake++
+			if mpfkWord(t, path, header.TakingOffset) != 0 {
+				r.withTaking++
+			}
+		}
+		// What the documents allow next: write and flush.
+		flushKillWrite(t, path, "one more", true)
+		bad := flushKillFindings(t, path, "the file", mpfkKey, mpfkKeys)
+		if len(bad) > 0 {
+			r.damaged++
+			if r.first == "" {
+				r.first = fmt.Sprintf("trial %d (killed after step %d of the flush, of %d to its take's end): %d finding(s), the first: %s", r.trials, steps, takeSteps, len(bad), bad[0])
+			}
+		}
+	}
+	return r
+}
+
+func TestMPFlushKill(t *testing.T) {
+	requireLinux(t)
+	inside := 12
+	if testing.Short() {
+		inside = 4
+	}
+	r := mpfkTrials(t, inside, false)
+	t.Logf("%d trials, %d killed inside the take (%d left the taking word set), %d damaged", r.trials, r.inTake, r.withTaking, r.damaged)
+	if r.damaged > 0 {
+		t.Errorf("%d of %d files damaged after a flush killed and a write and flush: %s", r.damaged, r.trials, r.first)
+	}
+	if r.inTake < inside {
+		t.Fatalf("only %d of %d kills landed inside the take: the test did not test it", r.inTake, r.trials)
+	}
+}
+
+// TestMPFlushKillControl: with the child's take as before the taking word
+// (Knobs.FlushTakeUnrecorded), kills inside the take must damage files.
+func TestMPFlushKillControl(t *testing.T) {
+	requireLinux(t)
+	r := mpfkTrials(t, 4, true)
+	t.Logf("%d trials, %d killed inside the take, %d damaged: %s", r.trials, r.inTake, r.damaged, r.first)
+	if r.damaged == 0 {
+		t.Fatalf("no file damaged by %d flushes killed inside the old take: the test cannot see the bug", r.inTake)
+	}
+}
