@@ -77,7 +77,7 @@ func flushKillTrial(t *testing.T, path string, kill int, after string, k testkno
 	switch after {
 	case "write":
 	case "flush":
-		flushKillWrite(t, path, "", false)
+		flushKillWrite(t, path, "", 0)
 	case "repair":
 		if _, err := recover.Repair(path, &recover.RepairOptions{NoBackup: true}); err != nil {
 			bad = append(bad, fmt.Sprintf("Repair: %v", err))
@@ -92,19 +92,20 @@ func flushKillTrial(t *testing.T, path string, kill int, after string, k testkno
 	default:
 		t.Fatalf("after %q", after)
 	}
-	flushKillWrite(t, path, "one more", true)
+	flushKillWrite(t, path, "one more", flushKillKeys+1)
 	return stopped, append(bad, flushKillFindings(t, path, "the file", flushKillKey, flushKillKeys)...)
 }
 
-// flushKillWrite opens path, adds key (none if ""), flushes and closes.
-func flushKillWrite(t *testing.T, path, key string, add bool) {
+// flushKillWrite opens path, adds key with id (none if id is 0), flushes
+// and closes.
+func flushKillWrite(t *testing.T, path, key string, id uint64) {
 	t.Helper()
 	f, err := scaling.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if add {
-		if err := f.Add([]byte(key), flushKillKeys+1); err != nil {
+	if id != 0 {
+		if err := f.Add([]byte(key), id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -34,6 +34,7 @@ const (
 	mpfkSteps = 144 // the child's flush steps so far
 	mpfkTaken = 152 // the child's flush step at which the take ended (0: not yet)
 	mpfkDone  = 160 // the child's flush returned
+	mpfkPause = 168 // if not 0: the child's flush stops at this step until the kill
 )
 
 // mpfkKeys are added, unflushed, before each trial's flush: most pages
@@ -62,9 +63,13 @@ func mpfkFlusher() error {
 	}
 	k := &testknobs.Knobs{FlushTakeUnrecorded: flushKillChildren.Env("OLD") == "1"}
 	k.FlushStep = func(step string) {
-		ctl.Add(mpfkSteps, 1)
+		n := ctl.Load(mpfkSteps) + 1
+		ctl.Store(mpfkSteps, n)
 		if step == "taken" {
-			ctl.Store(mpfkTaken, ctl.Load(mpfkSteps))
+			ctl.Store(mpfkTaken, n)
+		}
+		for n == ctl.Load(mpfkPause) {
+			time.Sleep(time.Millisecond) // until the kill
 		}
 	}
 	o := &scaling.OpenOptions{}
@@ -100,10 +105,48 @@ func mpfkWord(t *testing.T, path string, off int64) uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
+// flushKill is what killFlushInChild saw.
+type flushKill struct {
+	steps, taken   uint64 // the child's flush steps, and the one the take ended at (0: it did not)
+	inTake, taking bool   // the kill left the phase flushing inside the take; and the taking word set
+}
+
+// killFlushInChild starts a child that opens path and flushes it
+// (through shared words at ctlPath), SIGKILLs it once its flush has passed
+// step at (or returned), and says where the kill landed; with pause the
+// child's flush waits at step at for the kill. With old the child's take
+// is as before the taking word (Knobs.FlushTakeUnrecorded).
+func killFlushInChild(t *testing.T, path, ctlPath string, at uint64, pause, old bool) flushKill {
+	t.Helper()
+	ctl, err := childproc.MapShm(ctlPath, childproc.CtlWords, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	oldEnv := 0
+	if old {
+		oldEnv = 1
+	}
+	p := flushKillChildren.Start(t, "flusher", "flusher", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OLD", oldEnv))
+	childproc.Await(t, p, func() bool { return ctl.Load(mpfkReady) != 0 })
+	if pause {
+		ctl.Store(mpfkPause, at)
+	}
+	ctl.Store(mpfkGo, 1)
+	childproc.Await(t, p, func() bool { return ctl.Load(mpfkSteps) >= at || ctl.Load(mpfkDone) != 0 })
+	p.Cmd.Process.Kill()
+	<-p.Done
+	k := flushKill{steps: ctl.Load(mpfkSteps), taken: ctl.Load(mpfkTaken)}
+	_, phase := seqnum.Unpack(mpfkWord(t, path, header.StateOffset))
+	k.inTake = phase == seqnum.Flushing && k.steps > 1 && k.taken == 0
+	k.taking = k.inTake && mpfkWord(t, path, header.TakingOffset) != 0
+	return k
+}
+
 // mpfkResult is what mpfkTrials saw.
 type mpfkResult struct {
 	trials, inTake, withTaking, damaged int
-	first                              string // the first damage found
+	first                               string // the first damage found
 }
 
 // mpfkTrials runs trials until inside of them killed the flush inside its
@@ -129,43 +172,27 @@ func mpfkTrials(t *testing.T, inside int, old bool) mpfkResult {
 		if err := c.Close(); err != nil { // unflushed: the child's flush takes the pages
 			t.Fatal(err)
 		}
-		ctl, err := childproc.MapShm(filepath.Join(dir, fmt.Sprintf("ctl-%d", r.trials)), childproc.CtlWords, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		oldEnv := 0
-		if old {
-			oldEnv = 1
-		}
-		p := flushKillChildren.Start(t, fmt.Sprintf("flusher %d", r.trials), "flusher",
-			childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OLD", oldEnv))
-		childproc.Await(t, p, func() bool { return ctl.Load(mpfkReady) != 0 })
 		// The kill: after a step of the take picked at random (after the
 		// whole flush in the first trial, which counts the take's steps).
 		at := uint64(1 << 62)
 		if takeSteps > 0 {
 			at = 2 + rng.Uint64N(takeSteps-2) // past "begun"
 		}
-		ctl.Store(mpfkGo, 1)
-		childproc.Await(t, p, func() bool { return ctl.Load(mpfkSteps) >= at || ctl.Load(mpfkDone) != 0 })
-		p.Cmd.Process.Kill()
-		<-p.Done
+		k := killFlushInChild(t, path, filepath.Join(dir, fmt.Sprintf("ctl-%d", r.trials)), at, false, old)
 		if takeSteps == 0 {
-			if takeSteps = ctl.Load(mpfkTaken); takeSteps < 100 {
+			if takeSteps = k.taken; takeSteps < 100 {
 				t.Fatalf("the flush's take had %d steps: too few pages changed to aim kills inside it", takeSteps)
 			}
 		}
-		steps, taken := ctl.Load(mpfkSteps), ctl.Load(mpfkTaken)
-		ctl.Close()
-		_, phase := seqnum.Unpack(mpfkWord(t, path, header.StateOffset))
-		if phase == seqnum.Flushing && steps > 1 && taken == 0 {
+		if k.inTake {
 			r.inTake++
-			if mpfkWord(t, path, header.TakingOffset) != 0 {
+			if k.taking {
 				r.withTaking++
 			}
 		}
+		steps := k.steps
 		// What the documents allow next: write and flush.
-		flushKillWrite(t, path, "one more", true)
+		flushKillWrite(t, path, "one more", mpfkKeys+1)
 		bad := flushKillFindings(t, path, "the file", mpfkKey, mpfkKeys)
 		if len(bad) > 0 {
 			r.damaged++
