@@ -330,9 +330,11 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 		fz.Abort()
 		rep.Held = time.Since(start)
 	case <-timer.C:
-		fz.Abort() // the writers go on now; the copy is given up
+		held := time.Since(start) // (before they go on: the copy cannot outrun it)
+		fz.Abort()                // the writers go on now; the copy is given up
 		<-done
-		return nil, fmt.Errorf("%w: copying %s with its writers held took over --hold %v (they were let go after %v): allow a longer hold", ErrNoQuietMoment, c.path, hold, time.Since(start).Round(time.Millisecond))
+		return nil, fmt.Errorf("%w: copying %s with its writers held took over --hold %v: the writers were held %v and then let go, and the copy, given up, stopped after %v: allow a longer hold",
+			ErrNoQuietMoment, c.path, hold, held.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("copying %s: %w", c.path, err)
