@@ -1,5 +1,11 @@
 package header
 
+// RebuildBootID is the boot identity Repair records with the dirty mark
+// when it leaves filters it could not make exact (they need Rebuild): no
+// machine has it, so the file reads dirty everywhere, and nobody may take
+// it for a restart.
+var RebuildBootID = [16]byte{'r', 'e', 'p', 'a', 'i', 'r', ':', 'r', 'e', 'b', 'u', 'i', 'l', 'd', 0xff, 0xff}
+
 // ParseBootID turns a boot identity into the 16 bytes recorded with the
 // dirty mark (BootIDOffset): a string of at most 16 bytes is kept as it is; a longer one (a
 // UUID such as /proc/sys/kernel/random/boot_id) gives the bytes of its hex

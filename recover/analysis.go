@@ -875,8 +875,12 @@ func (a *analysis) classifyThisBoot(img image, dirtyList []int) error {
 		}
 	}
 	if deadInFlight == 0 {
+		why := "changed since the last flush on this boot"
+		if a.phase == seqnum.Flushing {
+			why = "a flush is running, or was killed, on this boot (the machine did not restart; the next flush finishes it)"
+		}
 		a.note(Unflushed, -1, -1, header.StateOffset, "state", nil,
-			"changed since the last flush on this boot: the page cache held every change; filters %v are marked dirty", a.entries(dirtyList))
+			"%s: the page cache held every change; filters %v are marked dirty", why, a.entries(dirtyList))
 	}
 	a.changesToUnmarked()
 	if garbageDead {

@@ -13,7 +13,7 @@ type bootID [16]byte
 
 // rebuildBoot is the boot identity Repair records when it leaves filters that
 // need Rebuild: no machine has it, so the file reads dirty everywhere.
-var rebuildBoot = bootID{'r', 'e', 'p', 'a', 'i', 'r', ':', 'r', 'e', 'b', 'u', 'i', 'l', 'd', 0xff, 0xff}
+var rebuildBoot = bootID(header.RebuildBootID)
 
 // currentBoot returns the boot identity: the knobs' (tests), else the
 // machine's, parsed exactly as scaling does.

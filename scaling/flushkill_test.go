@@ -2,12 +2,15 @@ package scaling_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
@@ -79,8 +82,16 @@ func flushKillTrial(t *testing.T, path string, kill int, after string, k testkno
 	case "flush":
 		flushKillWrite(t, path, "", 0)
 	case "repair":
-		if _, err := recover.Repair(path, &recover.RepairOptions{NoBackup: true}); err != nil {
+		rep, err := recover.Repair(path, &recover.RepairOptions{NoBackup: true})
+		if err != nil {
 			bad = append(bad, fmt.Sprintf("Repair: %v", err))
+			break
+		}
+		// A kill inside the take left the taking word: Repair names the
+		// cause, a killed flush, and no restart.
+		acts := strings.Join(rep.Actions, "; ")
+		if inTake := stopped == "recorded" || stopped == "swapped" || stopped == "stored"; inTake != strings.Contains(acts, "a flush killed while it took page checksums") || strings.Contains(acts, "restart") {
+			bad = append(bad, fmt.Sprintf("Repair after a kill at %s: actions %q", stopped, rep.Actions))
 		}
 	case "backup":
 		dst := path + ".backup"
@@ -209,5 +220,54 @@ func requireLinux(t *testing.T) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("file-backed store: dablooms files need Linux")
+	}
+}
+
+// TestOpenNamesTheCause: Open's StateError for a dirty file says why it
+// cannot be trusted: a restart only when the recorded boot identity is
+// another machine boot's, not when Repair recorded that it left filters
+// needing Rebuild, nor when none was recorded (issue 38, item 1: after a
+// killed flush, Open said the machine had restarted).
+func TestOpenNamesTheCause(t *testing.T) {
+	requireLinux(t)
+	path := filepath.Join(t.TempDir(), "cause.dbl")
+	f, err := scaling.Create(path, &scaling.Options{Capacity: 1000, ErrorRate: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add([]byte("k"), 1); err != nil { // dirty, unflushed
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other := header.ParseBootID("another boot")
+	for _, c := range []struct {
+		boot      [16]byte
+		want, not string
+	}{
+		{header.RebuildBootID, "a Repair left filters it could not make exact", "restart"},
+		{[16]byte{}, "no boot identity was recorded", "restart"},
+		{other, fmt.Sprintf("the machine has restarted since (boot %x recorded", other), "Repair"},
+	} {
+		w, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = w.WriteAt(c.boot[:], header.BootIDOffset)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := scaling.Open(path, nil)
+		var se *scaling.StateError
+		if !errors.As(err, &se) || se.Condition != scaling.Dirty || !strings.Contains(se.Detail, c.want) || strings.Contains(se.Detail, c.not) {
+			t.Errorf("boot id %q: Open: %v; want Dirty saying %q, not %q", c.boot, err, c.want, c.not)
+		}
+		if g != nil {
+			g.Close()
+		}
 	}
 }

@@ -24,9 +24,10 @@ const (
 	// Interrupted: a writer died in the middle of an operation; its slot
 	// records what it changed, and recover.Repair can roll it back.
 	Interrupted
-	// Dirty: changed since the last Flush and the machine restarted since:
-	// an OS crash may have lost pages. The filters marked dirty must be
-	// rebuilt (recover.Rebuild).
+	// Dirty: changed since the last Flush and the machine restarted since
+	// (an OS crash may have lost pages), or no boot identity can vouch for
+	// the changes, or Repair left filters it could not make exact. The
+	// filters marked dirty must be rebuilt (recover.Rebuild).
 	Dirty
 )
 
@@ -68,11 +69,20 @@ func (f *Filter) condition() (Condition, string) {
 	h := header.HotAt(f.hot)
 	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
 	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
-	if b != f.bootID {
-		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
+	switch b {
+	case f.bootID:
+	case header.RebuildBootID:
+		return Dirty, "a Repair left filters it could not make exact (damaged pages, or a dead writer's change it could not decide): they need Rebuild"
+	case [16]byte{}:
+		return Dirty, "changed since the last flush, and no boot identity was recorded (an imported or hand-made file): nothing vouches for the changes"
+	default:
+		return Dirty, fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %x recorded with the dirty mark, now %x): an OS crash may have lost pages", b, f.bootID)
 	}
 	if n := f.deadInFlight(); n > 0 {
-		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short", n)
+		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short (the processes were killed; the machine did not restart)", n)
+	}
+	if ph == seqnum.Flushing {
+		return Unflushed, "a flush is running or was killed (the machine did not restart): contents trustworthy, and the next Flush finishes it"
 	}
 	return Unflushed, "changed since the last flush, same boot: contents trustworthy"
 }
