@@ -79,8 +79,24 @@ func flushKillTrial(t *testing.T, path string, kill int, after string, k testkno
 	var bad []string
 	switch after {
 	case "write":
-	case "flush":
-		flushKillWrite(t, path, "", 0)
+	case "flush", "flush-no-takeover":
+		// A flush after the kill marks the file clean: it takes the
+		// killed flush over (but with Knobs.FlushNoTakeOver).
+		o := &scaling.OpenOptions{}
+		testknobs.Set(o, &testknobs.Knobs{FlushNoTakeOver: after == "flush-no-takeover"})
+		g, err := scaling.Open(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := recover.Verify(path); err != nil || r.State != recover.Clean || r.Phase != "clean" {
+			bad = append(bad, fmt.Sprintf("a flush after the kill left the file %v in phase %s (Verify: %v)", r.State, r.Phase, err))
+		}
 	case "repair":
 		rep, err := recover.Repair(path, &recover.RepairOptions{NoBackup: true})
 		if err != nil {
@@ -188,32 +204,43 @@ func TestFlushKilledAtEachStep(t *testing.T) {
 	}
 }
 
-// TestFlushKilledAtEachStepControl is the negative control: with the take
-// of the page checksums as it was before the hot taking word
+// TestFlushKilledAtEachStepControl holds the negative controls: with the
+// take of the page checksums as it was before the hot taking word
 // (Knobs.FlushTakeUnrecorded), a flush killed between a map word's swap
 // and its checksums' stores must leave the file damaged after the next
-// write and flush.
+// write and flush; and a flush that does not take a killed flush over
+// (Knobs.FlushNoTakeOver) must leave the file unflushed.
 func TestFlushKilledAtEachStepControl(t *testing.T) {
 	requireLinux(t)
-	path := filepath.Join(t.TempDir(), "control.dbl")
-	damaged, trials := 0, 0
-	for kill := 0; ; kill++ {
-		step, bad := flushKillTrial(t, path, kill, "write", testknobs.Knobs{FlushTakeUnrecorded: true})
-		if step == "" {
-			break
-		}
-		trials++
-		if len(bad) > 0 {
-			if damaged == 0 {
-				t.Logf("killed at step %d (%s): %s", kill, step, bad[0])
+	for _, c := range []struct {
+		name, after string
+		k           testknobs.Knobs
+	}{
+		{"take", "write", testknobs.Knobs{FlushTakeUnrecorded: true}},
+		{"takeover", "flush-no-takeover", testknobs.Knobs{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "control.dbl")
+			failed, trials := 0, 0
+			for kill := 0; ; kill++ {
+				step, bad := flushKillTrial(t, path, kill, c.after, c.k)
+				if step == "" {
+					break
+				}
+				trials++
+				if len(bad) > 0 {
+					if failed == 0 {
+						t.Logf("killed at step %d (%s): %s", kill, step, bad[0])
+					}
+					failed++
+				}
 			}
-			damaged++
-		}
+			if failed == 0 {
+				t.Fatalf("no file of %d found wrong with the control on: the test cannot see what it breaks", trials)
+			}
+			t.Logf("%d of %d kills found wrong", failed, trials)
+		})
 	}
-	if damaged == 0 {
-		t.Fatalf("no file of %d damaged by a flush killed inside its take with the old order: the test cannot see the bug", trials)
-	}
-	t.Logf("%d of %d kills damaged the file", damaged, trials)
 }
 
 func requireLinux(t *testing.T) {
