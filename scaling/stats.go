@@ -76,10 +76,10 @@ func (f *Filter) condition() (Condition, string) {
 	case [16]byte{}:
 		return Dirty, "changed since the last flush, and no boot identity was recorded (an imported or hand-made file): nothing vouches for the changes"
 	default:
-		return Dirty, fmt.Sprintf("changed since the last flush, and the machine has restarted since (boot %x recorded with the dirty mark, now %x): an OS crash may have lost pages", b, f.bootID)
+		return Dirty, "changed since the last flush, and the machine has restarted since: an OS crash may have lost pages"
 	}
 	if n := f.deadInFlight(); n > 0 {
-		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short (the processes were killed; the machine did not restart)", n)
+		return Interrupted, fmt.Sprintf("%d operation(s) of dead writers were cut short", n)
 	}
 	if ph == seqnum.Flushing {
 		return Unflushed, "a flush is running or was killed (the machine did not restart): contents trustworthy, and the next Flush finishes it"
