@@ -409,6 +409,8 @@ func (a *analysis) readRetired() {
 		a.retiredBad = true
 		a.note(Damaged, -1, -1, header.RetiredOffset, "retired", header.ErrCorrupt,
 			"the hot retired word %d would retire the newest filter (%d retired, %d listed, %d published): it cannot be right; Repair sets it to %d and retires nothing", r, base, n, a.published, base)
+	case a.phase == seqnum.Clean:
+		a.retiredAheadWhenClean(r) // fieldchecks.go
 	default:
 		drop := int(r - base)
 		a.dropped = slices.Clone(a.meta.Filters[:drop])

@@ -285,11 +285,30 @@ func hasFinding(r *Report, field string, filter int) bool {
 	return false
 }
 
-// TestRetireCutShort raises the hot retired word by hand, as a process
-// that died inside RetireBefore leaves it: Verify reports the retirement,
-// Repair finishes it (and clears a dead writer's record on a retired
-// filter), and the file then opens without the retired filters and with
-// every key of the others.
+// unflushedAdd adds key n+1 (id n+1, the newest filter's) to the closed
+// file at path and closes it without a flush: the file is dirty on this
+// boot, as a RetireBefore leaves it once it has marked it dirty (before it
+// raises the hot retired word).
+func unflushedAdd(t testing.TB, path string, n int) {
+	t.Helper()
+	f, err := scaling.Open(path, booted(&scaling.OpenOptions{}, testBoot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(key(n+1), uint64(n+1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetireCutShort raises the hot retired word by hand in a file marked
+// dirty, as a process that died inside RetireBefore leaves it: Verify
+// reports the retirement, Repair finishes it (and clears a dead writer's
+// record on a retired filter), and the file then opens without the
+// retired filters and with every key of the others. (In a file marked
+// clean the same word is damage: TestRetiredWordWhenClean.)
 func TestRetireCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -299,8 +318,8 @@ func TestRetireCutShort(t *testing.T) {
 		bad    bool // the word would retire the newest filter: damage
 		want   State
 	}{
-		{name: "first retirement", drop: 2, want: Clean},
-		{name: "ring", ring: true, drop: 2, want: Clean},
+		{name: "first retirement", drop: 2, want: Unflushed},
+		{name: "ring", ring: true, drop: 2, want: Unflushed},
 		{name: "ring dead record", ring: true, drop: 1, record: true, want: Interrupted},
 		{name: "first retirement dead record", drop: 3, record: true, want: Interrupted},
 		{name: "beyond the newest", ring: true, drop: 99, bad: true, want: Damaged},
@@ -313,6 +332,7 @@ func TestRetireCutShort(t *testing.T) {
 			} else {
 				path = newFileOpts(t, n)
 			}
+			unflushedAdd(t, path, n)
 			m := readMetaT(t, path)
 			if len(m.Filters) < 4 {
 				t.Fatalf("fixture: %d filters", len(m.Filters))

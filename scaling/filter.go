@@ -650,6 +650,9 @@ func (f *Filter) validateHot(m *header.Meta) error {
 	if r := atomic.LoadUint64(f.retired); r >= pub {
 		return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired", Reason: fmt.Sprintf("%d filters retired of %d published", r, pub), Err: header.ErrCorrupt}
 	}
+	if err := f.retiredWhenClean(m); err != nil {
+		return err
+	}
 	for _, d := range m.Filters {
 		i := d.Slot
 		if items := int64(atomic.LoadUint64(&header.LineAt(f.hot, i).Items)); items < 0 {

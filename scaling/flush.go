@@ -75,6 +75,9 @@ func (f *Filter) flush() error {
 		step = func(string) {}
 	}
 	step("begun")
+	if done, err := f.settleRetirement(ep, size); done {
+		return err
+	}
 	// The checksums of the pages changed since the last flush (version
 	// 1.4), from the chain as published now: a filter another process
 	// published and wrote must not keep its marks past a clean flush.

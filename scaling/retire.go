@@ -7,6 +7,7 @@ import (
 
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/seqnum"
 )
 
 // RetireBefore retires, oldest first, every filter whose whole id range
@@ -72,11 +73,7 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 	if err := f.publish(m); err != nil {
 		return 0, err
 	}
-	n := 0
-	if r := atomic.LoadUint64(f.retired); r > m.Retired {
-		// A retirement stored in the hot word but not in the directory.
-		n = int(min(r-m.Retired, uint64(len(m.Filters)-1)))
-	}
+	n := cutShort(atomic.LoadUint64(f.retired), m)
 	for n < len(m.Filters)-1 {
 		// The max id alone decides (I13): it is the word the seal guards,
 		// widened first. An empty filter's max id is 0.
@@ -93,6 +90,16 @@ func (f *Filter) retireBefore(id uint64) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// cutShort is how many filters of m the hot retired word r retires that
+// the directory still lists: a retirement stored in the hot word but not
+// in the directory (never the newest filter).
+func cutShort(r uint64, m *header.Meta) int {
+	if r <= m.Retired {
+		return 0
+	}
+	return int(min(r-m.Retired, uint64(len(m.Filters)-1)))
 }
 
 // retirable reports whether the oldest filter of c (not the newest) lies
@@ -187,4 +194,83 @@ func (f *Filter) goneErr(retired error) error {
 		return f.waitReplace()
 	}
 	return retired
+}
+
+// settleRetirement keeps a clean file free of a retirement cut short: a
+// file marked clean never holds a hot retired word ahead of its directory
+// (I13, docs/PROTOCOLS.md), so Verify and Open can call one damage. flush
+// calls it once BeginFlush froze the writers at epoch ep, holding the
+// growth lock shared, the flush lock and mu, before it takes the
+// checksums. No retirement is in progress then (one holds the growth lock
+// exclusively from its dirty mark to its directory write), so a word ahead
+// was left by one whose process died (or whose write failed) in between.
+// The flush ends its freeze, converts its growth lock to exclusive without
+// waiting (a flusher waiting for the flush lock holds it shared), finishes
+// the retirement as RetireBefore would, and freezes the writers again. If
+// it cannot, it does not mark the file clean: done, and the caller returns
+// err with the file synced (the next flush, RetireBefore or read-write
+// Open finishes the retirement).
+func (f *Filter) settleRetirement(ep uint64, size int64) (done bool, err error) {
+	c := f.chain.Load()
+	r := atomic.LoadUint64(f.retired)
+	if c == nil || r <= c.dirRetired {
+		return false, nil // (the directory's count only grows)
+	}
+	m, err := f.readMeta()
+	if err != nil {
+		f.words.AbortFlush(ep)
+		return true, err
+	}
+	if cutShort(r, m) == 0 {
+		return false, nil // the chain was read before the directory changed
+	}
+	if knob(f.tk).FlushSkipsRetirement {
+		return false, nil // (the negative control of TestFlushFinishesRetirement)
+	}
+	f.words.AbortFlush(ep)
+	_, excl := f.w.(*exclWriter) // holds the growth lock exclusively already
+	if f.file != nil && !excl {
+		if f.file.Lock(header.GrowthLockOffset, true, 0) != nil {
+			return true, f.sync(0, size)
+		}
+		// Back to shared, as flush holds it until the checksums are taken.
+		defer f.file.Lock(header.GrowthLockOffset, false, f.timeout)
+	}
+	if err := f.publish(m); err != nil {
+		return true, err
+	}
+	if err := f.retireFront(m, cutShort(r, m)); err != nil {
+		return true, err
+	}
+	if again, _, ok := f.words.BeginFlush(); !ok || again != ep {
+		if ok {
+			f.words.AbortFlush(again)
+		}
+		return true, f.sync(0, size)
+	}
+	return false, nil
+}
+
+// retiredWhenClean is Open's check of the hot retired word in a file
+// marked clean (validateHot): ahead of the directory m it is damage, not a
+// retirement cut short (settleRetirement), and must not be made permanent
+// or followed (readers would skip every key of the filters it names). A
+// file in use is read again: the word and the directory are believed only
+// if the state word did not move meanwhile (a retirement marks the file
+// dirty before it raises the word, and no flush returns to an epoch).
+func (f *Filter) retiredWhenClean(m *header.Meta) error {
+	st := atomic.LoadUint64(f.words.State)
+	r := atomic.LoadUint64(f.retired)
+	if _, ph := seqnum.Unpack(st); ph != seqnum.Clean || r <= m.Retired {
+		return nil
+	}
+	which, gen := f.metaWhich, f.generation
+	now, err := f.readMeta()
+	f.metaWhich, f.generation = which, gen
+	if err != nil || atomic.LoadUint64(f.words.State) != st || r <= now.Retired {
+		return nil
+	}
+	return &header.CorruptionError{Offset: header.RetiredOffset, Filter: -1, Field: "retired",
+		Reason: fmt.Sprintf("the file is marked clean, but its hot retired word %d is ahead of the directory's %d retired filters (a flush finishes a retirement cut short before it marks the file clean): readers would skip filters that hold keys; Repair sets the word to %d", r, now.Retired, now.Retired),
+		Err:    header.ErrCorrupt}
 }

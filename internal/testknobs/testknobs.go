@@ -68,6 +68,9 @@ type Knobs struct {
 	// it holds the flush lock (a killed flush's) alone, as before: it
 	// syncs and claims nothing.
 	FlushNoTakeOver bool
+	// FlushSkipsRetirement makes Flush mark the file clean over a
+	// retirement cut short, as a library before issue 38 did.
+	FlushSkipsRetirement bool
 
 	// Hooks: each, if set, runs at one step of the Filter.
 
