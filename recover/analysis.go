@@ -215,6 +215,9 @@ func analyzeWith(img image, boot bootID, live func(off int64) bool, quick bool) 
 		return nil, err
 	}
 	a.readSlots(live)
+	if err := a.checkFields(img); err != nil { // fieldchecks.go
+		return nil, err
+	}
 	if err := a.classify(img); err != nil {
 		return nil, err
 	}

@@ -117,6 +117,15 @@ func hostileCases() []hostileCase {
 			return b
 		}, state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
 		{name: "counters damaged", mutate: func(b []byte) []byte { b[header.DataOffset+64] ^= 0x10; return b }, state: Corrupt, err: header.ErrCorrupt, openOK: true, repair: rebuild},
+		// Fields only a cross-check sees (issue 38 item 2; fieldchecks.go).
+		{name: "retired word ahead in a clean file", mutate: word(header.RetiredOffset, 1), state: Damaged, err: header.ErrCorrupt, repair: clean},
+		{name: "flush count past the epoch", mutate: word(header.FlushCountOffset, 1<<40), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "sealed range lowered", mutate: word(header.FilterLineOffset(0)+header.FilterMaxIDOffset, 5|header.Sealed), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "slot header reserved word", mutate: word(header.SlotOffset(3)+header.SlotReservedOffset, 9), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "slot header unused bytes", mutate: func(b []byte) []byte { b[header.SlotOffset(60)+40] = 1; return b }, state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "changed-map byte 2", mutate: checkPages(1, func(l header.SumLayout, c []byte) { c[3] = 2 }), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "changed-map padding", mutate: checkPages(0, func(l header.SumLayout, c []byte) { c[l.Covered] = 1 }), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
+		{name: "checksum padding", mutate: checkPages(1, func(l header.SumLayout, c []byte) { c[len(c)-1] = 0x80 }), state: Damaged, err: header.ErrCorrupt, openOK: true, repair: clean},
 		{name: "directory", special: func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "d")
 			if err := os.Mkdir(p, 0o755); err != nil {
@@ -132,6 +141,24 @@ func hostileCases() []hostileCase {
 			return p
 		}, verr: ErrNotRegular, repair: refuse},
 		{name: "device", special: func(*testing.T, string) string { return "/dev/null" }, verr: ErrNotRegular, repair: refuse},
+	}
+}
+
+// checkPages returns a mutation that applies f to the check pages (from
+// the changed map to the end) of directory entry e.
+func checkPages(e int, f func(l header.SumLayout, check []byte)) func([]byte) []byte {
+	return func(b []byte) []byte {
+		p, err := header.Pick(b[:2*header.MetaSize], int64(len(b)))
+		if err != nil {
+			panic(err)
+		}
+		for _, d := range p.Meta.Filters {
+			if l, ok := d.SumLayout(); ok && d.Slot == e {
+				f(l, b[l.MapOffset:l.End])
+				return b
+			}
+		}
+		panic("no check pages")
 	}
 }
 

@@ -106,6 +106,7 @@ func (a *analysis) plan(img image, src Source) (*patch, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.fixFields(a)
 	p.markState(a, epoch, mem, rebuilt, left)
 	p.fillGarbageLines(a, left)
 	if err := p.fixPageSums(a, img); err != nil {
