@@ -46,6 +46,7 @@ func (a *analysis) checkFields(img image) error {
 		return nil // the hot page, lines and slots are started afresh
 	}
 	a.checkFlushCount()
+	a.checkUnpublished()
 	a.checkSealedRanges()
 	a.checkSlotHeaders()
 	return a.checkCheckPages(img)
@@ -61,6 +62,32 @@ func (a *analysis) checkFlushCount() {
 	if n := a.word(header.FlushCountOffset); n > a.epoch && !a.anyLive {
 		a.note(Damaged, -1, -1, header.FlushCountOffset, "flush count", header.ErrCorrupt,
 			"the flush count %d exceeds the epoch %d, which every flush that counts itself raises first: the word is damaged (nothing but reports reads it); Repair sets it to %d", n, a.epoch, a.epoch-1)
+	}
+}
+
+// checkUnpublished: a filter the directory lists past the published count
+// belongs to a growth that was cut short before its publication, and
+// nothing routes an Add to a filter before it is published: it is empty.
+// One that holds keys is hidden from every handle (Open reads only the
+// published filters) by a published count that is damaged. Repair sets
+// the count to the directory's (resetHot).
+func (a *analysis) checkUnpublished() {
+	base, n := a.meta.Retired, uint64(len(a.meta.Filters))
+	if a.published == 0 {
+		// (Past retired filters the published count is checked in readHot.)
+		a.note(Damaged, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
+			"the published filter count is 0, which hides every filter from Open, and Create publishes its first filter before anything else: the count is damaged; Repair sets it to %d", base+n)
+		return
+	}
+	if a.published <= base || a.published >= base+n {
+		return
+	}
+	for i := int(a.published - base); i < len(a.filters); i++ {
+		if fi := &a.filters[i]; fi.items != 0 || fi.minID != math.MaxUint64 || fi.maxID != 0 || fi.sum != 0 {
+			a.note(Damaged, -1, -1, header.PublishedOffset, "published", header.ErrCorrupt,
+				"the published filter count %d hides filter %d, which holds keys (items %d, counter sum %d), and no growth writes a filter before it publishes it: the count is damaged; Repair sets it to %d", a.published, a.entry(i), int64(fi.items), fi.sum, base+n)
+			return
+		}
 	}
 }
 
