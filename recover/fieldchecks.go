@@ -49,7 +49,71 @@ func (a *analysis) checkFields(img image) error {
 	a.checkUnpublished()
 	a.checkSealedRanges()
 	a.checkSlotHeaders()
+	if err := a.checkIndexState(img); err != nil {
+		return err
+	}
 	return a.checkCheckPages(img)
+}
+
+// checkIndexState: a filter line's index state reads IndexNone only while
+// its late-add index holds no entry (scaling's allocIndex makes the state
+// IndexAllocated durable before the first entry is stored; a filter placed
+// over retired space gets its index blocks punched). Rebuild trusts a
+// sound line's IndexNone to mean the filter took no late Add and would
+// leave its late keys out, so one over entries is damage: the analysis
+// then takes the state as IndexAllocated, as Repair writes it. Lookups do
+// not read the state. It reads the index pages of the filters whose state
+// is IndexNone (mostly holes), which verify --quick skips.
+func (a *analysis) checkIndexState(img image) error {
+	if a.quick {
+		return nil
+	}
+	var buf []byte
+	for i := range a.filters {
+		fi := &a.filters[i]
+		d := &fi.desc
+		if !fi.lineOK || fi.cut || fi.line.Index != header.IndexNone || d.IndexBytes() == 0 {
+			continue
+		}
+		for pos := int64(0); pos < d.IndexBytes(); pos += chunkSize {
+			n := min(chunkSize, d.IndexBytes()-pos)
+			var chunk []byte
+			if b, ok := img.(bytesImage); ok {
+				chunk = b[d.IndexOffset()+pos : d.IndexOffset()+pos+n]
+			} else {
+				if buf == nil {
+					buf = make([]byte, chunkSize)
+				}
+				chunk = buf[:n]
+				if err := readFull(img, chunk, d.IndexOffset()+pos); err != nil {
+					return err
+				}
+			}
+			if off := firstNonZeroWord(chunk); off >= 0 {
+				at := d.IndexOffset() + pos + int64(off)
+				a.note(Damaged, a.entry(i), -1, a.lineWord(i, &fi.line.Index), "late-add index", header.ErrCorrupt,
+					"the late-add index state is %d (none), but entry %d holds %#x, and the state is made allocated before an entry is stored: the state word is damaged (a Rebuild would trust it and leave the filter's late Adds out); Repair sets it to %d",
+					header.IndexNone, (at-d.IndexOffset())/header.IndexEntrySize, le.Uint32(chunk[off:]), header.IndexAllocated)
+				fi.line.Index = header.IndexAllocated // as Repair writes it
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// firstNonZeroWord returns the offset of the first non-zero byte of b
+// (whose length is a multiple of 8), rounded down to a 4-byte entry, or -1.
+func firstNonZeroWord(b []byte) int {
+	for j := 0; j+8 <= len(b); j += 8 {
+		if le.Uint64(b[j:]) != 0 {
+			if le.Uint32(b[j:]) != 0 {
+				return j
+			}
+			return j + 4
+		}
+	}
+	return -1
 }
 
 // checkFlushCount: a flush that marks the file clean moves the epoch up
@@ -197,6 +261,14 @@ func (p *patch) fixFields(a *analysis) {
 			// (After a Rebuild of the filter, which may have widened it.)
 			p.editLine(a.entry(i), func(l *header.Line) { l.MaxID = max(l.MaxID&header.MaxID, floor) | l.MaxID&header.Sealed })
 			p.act("raised the last id of filter %d's range from %d to %d", a.entry(i), fi.maxID, floor)
+		}
+	}
+	for i := range a.filters {
+		fi := &a.filters[i]
+		if fi.line.Index == header.IndexAllocated && header.ReadLine(p.head, fi.desc.Slot).Index == header.IndexNone {
+			// (checkIndexState found entries: a Rebuild of the filter set it already.)
+			p.editLine(fi.desc.Slot, func(l *header.Line) { l.Index = header.IndexAllocated })
+			p.act("set the late-add index state of filter %d to allocated: its index holds entries", fi.desc.Slot)
 		}
 	}
 	for s := range header.NumSlots {
