@@ -466,7 +466,10 @@ func (a *analysis) rangeFor(i int) (lo, hi uint64, ask bool) {
 		if fi.minID > fi.maxID {
 			return 0, 0, false
 		}
-		return fi.minID, fi.maxID, true
+		// At least what the range covered when the next filter was
+		// appended (checkSealedRanges): a line an OS crash took back to
+		// before its last widening still asks for those ids.
+		return fi.minID, max(fi.maxID, a.sealedFloor(i)), true
 	}
 	lo = first
 	if next := a.filters[i+1].desc.FirstID; next > lo && next <= header.MaxID {
