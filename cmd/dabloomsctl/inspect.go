@@ -239,7 +239,7 @@ func seqnumMeaning(st scaling.Stats) string {
 	case scaling.Interrupted:
 		return "interrupted: mem_seqnum 0 because a dead writer left an operation in flight; disk_seqnum 0 because the file changed since the last flush"
 	case scaling.Dirty:
-		return "dirty: disk_seqnum 0 and the machine restarted since the file changed: the filters marked dirty may have lost pages"
+		return "dirty: disk_seqnum 0 and the changes cannot be vouched for (a restart, no boot identity, or filters a repair could not make exact): the filters marked dirty need 'repair --rebuild-from'"
 	}
 	return ""
 }

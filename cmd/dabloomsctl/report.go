@@ -282,7 +282,7 @@ func stateMeaning(r *recover.Report) string {
 	case recover.Interrupted:
 		return "a writer died in the middle of an operation: 'repair' rolls it back"
 	case recover.Dirty:
-		return "changed since the last flush and the machine restarted since: pages may be lost; 'repair --rebuild-from' rebuilds the filters marked dirty"
+		return "changed since the last flush and cannot be vouched for (the machine restarted, no boot identity was recorded, or a repair left filters it could not make exact: the state finding says which); 'repair --rebuild-from' rebuilds the filters marked dirty"
 	case recover.Damaged:
 		return "some filter or hot word is wrong but the file's structure is sound: 'repair' (with --rebuild-from for the filters it cannot fix)"
 	case recover.Corrupt:
