@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,14 +15,35 @@ import (
 )
 
 // DefaultReserve is the address space reserved for a mapping when the
-// options give none: the file can grow to this size without a remap.
-const DefaultReserve = 64 << 30
+// options give none: the file can grow to this size without a remap. It is
+// sized to the address space: 64 GiB where pointers have 64 bits, 256 MiB
+// on 32-bit platforms (386, arm), whose 2-4 GiB of address space could not
+// hold even one 64 GiB reservation.
+const DefaultReserve = reserve32 + (reserve64-reserve32)*(bits.UintSize/64)
+
+const (
+	reserve64 = 64 << 30
+	reserve32 = 256 << 20
+	// MaxReserve32 is the largest reservation a 32-bit platform maps: a
+	// larger Options.Reserve is reduced to it there (a file that outgrows
+	// its reservation is mapped again, larger; see Options.Reserve).
+	MaxReserve32 = 1 << 30
+)
+
+// ErrTooLarge is returned for a file larger than this platform's address
+// space can map (on 32-bit platforms, files of 2 GiB or more).
+var ErrTooLarge = errors.New("mmapfile: file too large for this platform's address space")
 
 // Options configure Create and Open. The zero value means the defaults.
 type Options struct {
-	ReadOnly       bool        // map read-only (Open only)
-	Overwrite      bool        // Create replaces an existing file
-	Reserve        int64       // address space to reserve; 0 = DefaultReserve
+	ReadOnly  bool // map read-only (Open only)
+	Overwrite bool // Create replaces an existing file
+	// Reserve is the address space to reserve (0: DefaultReserve, which
+	// depends on the platform's pointer size): the file grows to this size
+	// without a remap, and past it each handle maps it again, twice as
+	// large. On 32-bit platforms a Reserve above MaxReserve32 is reduced to
+	// it, and a file of 2 GiB or more cannot be mapped (ErrTooLarge).
+	Reserve        int64
 	AllowNetworkFS bool        // allow files on network file systems
 	Failpoints     *Failpoints // failure injection for tests
 	// OpenLock, if > 0, is a byte of the file on which every handle holds a
@@ -329,6 +351,9 @@ func (mf *File) mapIt(reserve int64) error {
 	if reserve <= 0 {
 		reserve = DefaultReserve
 	}
+	if bits.UintSize == 32 {
+		reserve = min(reserve, MaxReserve32)
+	}
 	m, err := mf.mapReservation(max(reserve, mf.size))
 	if err != nil {
 		return err
@@ -340,6 +365,11 @@ func (mf *File) mapIt(reserve int64) error {
 // mapReservation maps the file over reserve bytes (rounded up to pages).
 func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 	reserve = (reserve + PageSize() - 1) / PageSize() * PageSize()
+	if reserve > math.MaxInt {
+		// A mapping's length is an int: on 32-bit platforms less than 2 GiB.
+		return nil, fmt.Errorf("%w: %s needs a mapping of %d bytes, and a %d-bit process maps at most %d: use a 64-bit build",
+			ErrTooLarge, mf.path, reserve, bits.UintSize, math.MaxInt)
+	}
 	if err := mf.fp.fail("mmap"); err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", mf.path, err)
 	}
@@ -354,6 +384,10 @@ func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 		m, err = mapShared(mf.f, int(reserve), mf.readOnly)
 	}
 	if err != nil {
+		if bits.UintSize == 32 && isNoMemory(err) {
+			return nil, fmt.Errorf("%w: mmap %s (%d bytes reserved): %w: a 32-bit process has no free address range that large",
+				ErrTooLarge, mf.path, reserve, err)
+		}
 		return nil, fmt.Errorf("mmap %s (%d bytes reserved): %w", mf.path, reserve, err)
 	}
 	// Lookups touch one block at random: read-ahead around a fault on a cold
@@ -372,7 +406,11 @@ func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 // so slices handed out from it stay valid and see every change); Bytes and
 // Words hand out slices of the new one. Called with mu held.
 func (mf *File) extend(size int64) error {
-	m, err := mf.mapReservation(max(size, 2*int64(len(mf.m))))
+	want := 2 * int64(len(mf.m))
+	if bits.UintSize == 32 {
+		want = min(want, MaxReserve32)
+	}
+	m, err := mf.mapReservation(max(size, want))
 	if err != nil {
 		return fmt.Errorf("the file grew to %d bytes, beyond the %d this handle reserved, and could not be mapped again: %w", size, len(mf.m), err)
 	}

@@ -54,7 +54,11 @@ type Options struct {
 	// stays. In memory it makes every modification of the Filter one at a
 	// time, with the same ordered stores.
 	Exclusive bool
-	// Reserve is the address space reserved for growth (default mmapfile.DefaultReserve).
+	// Reserve is the address space reserved for growth (0: the default,
+	// mmapfile.DefaultReserve: 64 GiB on 64-bit platforms, 256 MiB on
+	// 32-bit ones). A file that grows past it is mapped again, larger. On
+	// 32-bit platforms a Reserve above 1 GiB is reduced to 1 GiB, and a
+	// file of 2 GiB or more cannot be opened (mmapfile.ErrTooLarge).
 	Reserve int64
 	// AllowNetworkFS allows a file on NFS, CIFS or FUSE, where several hosts
 	// would not see each other's updates. Use only if one host opens it.
@@ -90,7 +94,8 @@ type OpenOptions struct {
 	ReadOnly bool
 	// AllowUnclean opens a file whose condition is Interrupted or Dirty
 	// instead of returning a *StateError. The caller then decides (see recover).
-	AllowUnclean   bool
+	AllowUnclean bool
+	// Reserve is the address space reserved for growth: see Options.Reserve.
 	Reserve        int64
 	AllowNetworkFS bool
 	LockTimeout    time.Duration

@@ -119,7 +119,10 @@ func (a *app) inspect(path string) (*inspectJSON, error) {
 	rep, verr := recover.VerifyWithOptions(path, withBootID(&recover.VerifyOptions{}, a.bootID))
 	f, err := a.openRO(path)
 	if err != nil {
-		if rep != nil || isCorruption(err) {
+		// A file verify found sound that still cannot be opened failed
+		// for another reason (a 32-bit process cannot map it, say): that
+		// error is the cause, not the report.
+		if rep != nil && reportExit(rep) != exitOK || isCorruption(err) {
 			if rep == nil {
 				rep = corruptReport(path, err)
 			}
