@@ -138,14 +138,16 @@ func (f *Filter) isExclusive() bool {
 // exclWriter is the writer of an exclusive handle (see writer.go) and the
 // state only it has. Lock order: mu (the hold) before the Filter's mu.
 type exclWriter struct {
+	// noReplace is the replaced word the handle reads (Filter.replaced),
+	// always ReplaceNone; sharedReplaced is the file's, which says
+	// ReplaceFreezing while the handle holds the freeze. noReplace is
+	// first: a 32-bit platform 64-bit-aligns only an allocated struct's
+	// first word, and it is read with 64-bit atomics.
+	noReplace      uint64
+	sharedReplaced *uint64
 	// wmu is the hold: one modification at a time, and Flush and
 	// RetireBefore (holdOps); shutdown takes it after it sets closed.
 	wmu sync.Mutex
-	// sharedReplaced is the file's replaced word, which says
-	// ReplaceFreezing while the handle holds the freeze; noReplace is the
-	// one the handle reads (Filter.replaced), always ReplaceNone.
-	sharedReplaced *uint64
-	noReplace      uint64
 	// undo is the handle's undo block (nil: none; counting4.SetUndo).
 	undo *counting4.Undo
 	// sweepBuf is the sort buffer of swept batches (sweep.go; under wmu),
