@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
@@ -184,6 +185,15 @@ type Stats struct {
 	// RefreshError is why filters another handle published could not be
 	// mapped (nil normally); Filters then lists only those this handle has.
 	RefreshError error
+	// Flushes counts the durable flushes completed on the file since it
+	// was created, by every handle (the hot page's flush count).
+	Flushes uint64
+	// DirtySince is when the file was first changed after its last
+	// flush: how long changes have waited for one (zero while clean).
+	DirtySince time.Time
+	// Writers counts the writer slots held by live handles, this one's
+	// included.
+	Writers int
 }
 
 // Stats returns a snapshot of the store's numbers.
@@ -209,6 +219,18 @@ func (f *Filter) Stats() Stats {
 		s.Path = f.file.Path()
 	}
 	s.Retired = c.base
+	h := header.HotAt(f.hot)
+	s.Flushes = atomic.LoadUint64(&h.FlushCount)
+	if ph != seqnum.Clean {
+		if ns := atomic.LoadUint64(&h.DirtySince); ns != 0 {
+			s.DirtySince = time.Unix(0, int64(ns))
+		}
+	}
+	for slot := 0; slot < header.NumSlots; slot++ {
+		if slot == f.slot || f.file != nil && f.slotLive(slot) {
+			s.Writers++
+		}
+	}
 	for _, m := range c.f {
 		items, maxID := m.itemCount(), atomic.LoadUint64(&m.line.MaxID)
 		lay := counting4.Layout(m.desc.LayoutID)
