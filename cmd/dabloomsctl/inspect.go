@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/statmetrics"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 	"github.com/spf13/cobra"
@@ -72,7 +73,8 @@ type inspectJSON struct {
 }
 
 func newInspectCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var prometheus bool
+	cmd := &cobra.Command{
 		Use:   "inspect FILE",
 		Short: "Show a file's parameters, state, writers and filters",
 		Long: `inspect shows what a file holds: its format version, parameters, size,
@@ -86,12 +88,24 @@ since the last flush.
 
 It opens the file read-only, whatever its condition, and never writes; the
 saturated counters and the slots come from the same deep check as verify.
-The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.`,
+The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.
+
+--prometheus prints instead the metrics operators watch (items, fill,
+estimated false-positive rate, filters, seqnums, condition, writers, flushes,
+the age of unflushed changes; docs/METRICS.md) in Prometheus's text format,
+for node_exporter's textfile collector. It only opens the file read-only
+(no deep check) and exits 0 whenever it printed them; a file it cannot open
+gives dablooms_up 0, the error on stderr and the usual exit code.`,
 		Example: `  dabloomsctl inspect spam.dbl
-  dabloomsctl inspect spam.dbl --json | jq '.filters[] | {index, fill}'`,
+  dabloomsctl inspect spam.dbl --json | jq '.filters[] | {index, fill}'
+  dabloomsctl inspect spam.dbl --prometheus > /var/lib/node_exporter/spam.prom.tmp
+  mv /var/lib/node_exporter/spam.prom.tmp /var/lib/node_exporter/spam.prom`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
+			if prometheus {
+				return a.inspectPrometheus(path)
+			}
 			out, err := a.inspect(path)
 			if err != nil {
 				return err
@@ -111,6 +125,25 @@ The exit code is 3 if the file is interrupted, dirty, damaged or corrupt.`,
 			return silentExit(out.ExitCode)
 		},
 	}
+	cmd.Flags().BoolVar(&prometheus, "prometheus", false, "print the metrics in Prometheus's text format (docs/METRICS.md)")
+	return cmd
+}
+
+// inspectPrometheus prints the file's metrics in Prometheus's text format
+// (internal/statmetrics), or dablooms_up 0 if it cannot open the file.
+func (a *app) inspectPrometheus(path string) error {
+	if err := checkFile(path); err != nil {
+		statmetrics.WriteText(a.stdout, path, []statmetrics.Metric{statmetrics.Up(false)})
+		return err
+	}
+	f, err := a.openRO(path)
+	if err != nil {
+		statmetrics.WriteText(a.stdout, path, []statmetrics.Metric{statmetrics.Up(false)})
+		return err
+	}
+	defer f.Close()
+	ms := append([]statmetrics.Metric{statmetrics.Up(true)}, statmetrics.FromStats(f.Stats(), time.Now())...)
+	return statmetrics.WriteText(a.stdout, path, ms)
 }
 
 func (a *app) inspect(path string) (*inspectJSON, error) {
