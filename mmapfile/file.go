@@ -26,8 +26,10 @@ const (
 	reserve32 = 256 << 20
 	// MaxReserve32 is the largest reservation a 32-bit platform maps: a
 	// larger Options.Reserve is reduced to it there (a file that outgrows
-	// its reservation is mapped again, larger; see Options.Reserve).
-	MaxReserve32 = 1 << 30
+	// its reservation is mapped again, larger; see Options.Reserve). With
+	// 1 GiB, a process that held a few files (or Detached ones not yet
+	// unmapped) ran out of address space: recover's tests, under 386.
+	MaxReserve32 = reserve32
 )
 
 // ErrTooLarge is returned for a file larger than this platform's address

@@ -57,7 +57,7 @@ type Options struct {
 	// Reserve is the address space reserved for growth (0: the default,
 	// mmapfile.DefaultReserve: 64 GiB on 64-bit platforms, 256 MiB on
 	// 32-bit ones). A file that grows past it is mapped again, larger. On
-	// 32-bit platforms a Reserve above 1 GiB is reduced to 1 GiB, and a
+	// 32-bit platforms a larger Reserve is reduced to 256 MiB, and a
 	// file of 2 GiB or more cannot be opened (mmapfile.ErrTooLarge).
 	Reserve int64
 	// AllowNetworkFS allows a file on NFS, CIFS or FUSE, where several hosts
