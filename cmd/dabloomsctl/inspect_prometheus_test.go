@@ -53,8 +53,8 @@ func TestInspectPrometheus(t *testing.T) {
 		{"dablooms_filters", file, 1},
 		{"dablooms_mem_seqnum", file, 25},
 		{"dablooms_writers", file, 1},
-		{"dablooms_condition", file + `,condition="unflushed"`, 1},
-		{"dablooms_condition", file + `,condition="clean"`, 0},
+		{"dablooms_condition", `condition="unflushed",` + file, 1},
+		{"dablooms_condition", `condition="clean",` + file, 0},
 		{"dablooms_filter_items", file + `,filter="0"`, 25},
 		{"dablooms_filter_fill", file + `,filter="0"`, 25.0 / 1000},
 	} {

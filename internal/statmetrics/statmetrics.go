@@ -8,6 +8,7 @@ package statmetrics
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,10 +106,12 @@ func WriteText(w io.Writer, file string, ms []Metric) error {
 		}
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", m.Name, escapeHelp(m.Help), m.Name, typ)
 		for _, s := range m.Samples {
+			// Sorted by name, as Prometheus's own encoder writes them.
+			ls := append([]Label{{"file", file}}, s.Labels...)
+			slices.SortFunc(ls, func(a, b Label) int { return strings.Compare(a.Name, b.Name) })
 			b.WriteString(m.Name)
-			b.WriteString(`{file="` + escapeLabel(file) + `"`)
-			for _, l := range s.Labels {
-				b.WriteString(`,` + l.Name + `="` + escapeLabel(l.Value) + `"`)
+			for i, l := range ls {
+				b.WriteString(string("{,"[min(i, 1)]) + l.Name + `="` + escapeLabel(l.Value) + `"`)
 			}
 			b.WriteString("} " + strconv.FormatFloat(s.Value, 'g', -1, 64) + "\n")
 		}
