@@ -22,6 +22,7 @@
 //	cd examples/dbfront
 //	go run .          # 20,000 links, 100,000 lookups
 //	go run . -short   # 2,000 links, 10,000 lookups (CI)
+//	go run . -metrics :9100 -serve   # then serve /metrics until interrupted
 //
 // It exits with status 1 if any link in the database is missing from the
 // filter at the end.
@@ -35,27 +36,44 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/metrics"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	_ "modernc.org/sqlite"
 )
 
 type config struct {
 	links   int // spam links inserted before the flush
 	lookups int // URLs looked up
+	// metrics is the address at which the end of the demo serves the
+	// filter's Prometheus metrics (/metrics); "" serves none. serve keeps
+	// serving them until the program is interrupted.
+	metrics string
+	serve   bool
 }
 
 func main() {
 	short := flag.Bool("short", os.Getenv("DABLOOMS_EXAMPLE_SHORT") != "", "2,000 links and 10,000 lookups (also DABLOOMS_EXAMPLE_SHORT=1)")
+	addr := flag.String("metrics", "127.0.0.1:0", "address at which to serve the filter's metrics at /metrics (\"\": none)")
+	serve := flag.Bool("serve", false, "after the demo, serve /metrics until interrupted")
 	flag.Parse()
 	cfg := config{links: 20000, lookups: 100000}
 	if *short {
 		cfg = config{links: 2000, lookups: 10000}
 	}
+	cfg.metrics, cfg.serve = *addr, *serve
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "dbfront:", err)
 		os.Exit(1)
@@ -344,6 +362,52 @@ func run(w io.Writer, cfg config) error {
 		return fmt.Errorf("%d links of the database are missing from the filter (false negatives)", miss)
 	}
 	fmt.Fprintln(w, "no false negatives: every link in the database is in the filter")
+	if cfg.metrics != "" {
+		return serveMetrics(w, s.f, cfg)
+	}
+	return nil
+}
+
+// serveMetrics serves f's metrics (the module github.com/dablooms/dablooms/
+// metrics) at /metrics on cfg.metrics, scrapes them once and prints what
+// an operator would watch, and then, with cfg.serve, serves them until the
+// program is interrupted.
+func serveMetrics(w io.Writer, f *scaling.Filter, cfg config) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(f))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", cfg.metrics)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/metrics"
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "metrics at %s:\n", url)
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, name := range []string{"dablooms_items{", "dablooms_filters{", "dablooms_condition{condition=\"clean\"", "dablooms_writers{"} {
+			if strings.HasPrefix(line, name) {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
+	if cfg.serve {
+		fmt.Fprintln(w, "serving them until interrupted")
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
+		<-stop
+	}
 	return nil
 }
 

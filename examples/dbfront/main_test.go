@@ -9,7 +9,7 @@ import (
 
 func TestDBFront(t *testing.T) {
 	var out strings.Builder
-	if err := run(&out, config{links: 2000, lookups: 10000}); err != nil {
+	if err := run(&out, config{links: 2000, lookups: 10000, metrics: "127.0.0.1:0"}); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	s := out.String()
@@ -26,6 +26,11 @@ func TestDBFront(t *testing.T) {
 		"state clean",
 		"after the rebuild: condition clean, 0 of the 2000 links in the database are missing",
 		"no false negatives",
+		// /metrics, scraped: the filter's numbers after the rebuild.
+		"dablooms_items{file=",
+		"} 2000\n",
+		`dablooms_condition{condition="clean",file=`,
+		"dablooms_writers{file=",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q", want)
