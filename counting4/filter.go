@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/exclhook"
 )
 
 // Filter is a counting Bloom filter over words it does not own. All methods
@@ -16,7 +17,7 @@ type Filter struct {
 	counters uint64
 	k        int
 	layout   Layout
-	excl     bool   // see SetExclusive
+	excl     bool   // see setExclusive
 	ub       *Undo  // the undo block: see SetUndo
 	ubEntry  uint64 // its directory entry, as the armed block word names it
 	// pages is the filter's changed map (nil: none; see SetPageMap).
@@ -59,7 +60,7 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil
 }
 
-// SetExclusive tells the filter whether its caller is, for now, the only
+// setExclusive tells the filter whether its caller is, for now, the only
 // writer of the words, in every process, and makes one change at a time:
 // AddProbe, RemoveProbe and the other updates then store each word's new
 // value (StoreOrdered) where they would compare and swap it. The record
@@ -69,8 +70,13 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 // Lookups from anywhere stay safe: each word is stored whole, and no
 // counter ever goes below what the keys added and not removed need (a
 // Remove decides before it stores: TestExclusiveRemoveStoresNothingWhenAbsent).
-// Set it while no update is in flight.
-func (f *Filter) SetExclusive(on bool) { f.excl = on }
+// Set it while no update is in flight. Package scaling, whose exclusive
+// writer sets it, calls it through internal/exclhook: it is not API.
+func (f *Filter) setExclusive(on bool) { f.excl = on }
+
+func init() {
+	exclhook.SetExclusive = func(f any, on bool) { f.(*Filter).setExclusive(on) }
+}
 
 // K returns the number of counters per key.
 func (f *Filter) K() int { return f.k }
@@ -307,7 +313,7 @@ func (f *Filter) revert(p uint64, dir int, rec *Record, j int) {
 func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
 	rec.propose(i, nw, changed)
 	if f.excl {
-		// The caller read old and nobody else writes (SetExclusive).
+		// The caller read old and nobody else writes (setExclusive).
 		StoreOrdered(&f.words[i], nw)
 		f.touch(i)
 		return true

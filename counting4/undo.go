@@ -45,7 +45,7 @@ type Undo struct {
 
 // SetUndo gives the filter an exclusive writer's undo block (nil: none),
 // and the filter's directory entry, which the armed block word names
-// (header.UndoBlockOffset). With SetExclusive(true), a blocked filter then
+// (header.UndoBlockOffset). With setExclusive(true), a blocked filter then
 // changes a key's block in one step (see above); other layouts keep the
 // per-position steps. Set it while no update is in flight.
 func (f *Filter) SetUndo(u *Undo, entry int) {

@@ -21,8 +21,8 @@ func TestUndoMatchesPerPosition(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := New(wb, lay, counters, 9)
-			a.SetExclusive(true)
-			b.SetExclusive(true)
+			a.setExclusive(true)
+			b.setExclusive(true)
 			var block uint64
 			var saved [16]uint64
 			b.SetUndo(&Undo{Block: &block, Saved: &saved}, 3)

@@ -230,7 +230,7 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 	return true
 }
 
-// addExcl is AddProbe for a filter with one writer (SetExclusive): a plain
+// addExcl is AddProbe for a filter with one writer (setExclusive): a plain
 // read-modify-write per position, each a step of the record protocol of
 // its own (evidence, doubt, store, changed), in position order. Nothing
 // else changes the words, so no step can fail, and no position has to

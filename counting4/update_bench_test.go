@@ -60,7 +60,7 @@ func BenchmarkUpdate(b *testing.B) {
 func BenchmarkBlockAddFloor(b *testing.B) {
 	const ahead = 16
 	f := newFilter(b, Blocked1024, 74<<20*2, 8)
-	f.SetExclusive(true)
+	f.setExclusive(true)
 	s := splitmix64(5)
 	ps := make([]Probe, 1<<20)
 	for i := range ps {

@@ -20,7 +20,7 @@ func (r *recWords) rec() *Record {
 // the last compare-and-swap), for every layout and many k, on filters so
 // small that positions share words and counters, counters saturate and
 // removes meet zero counters. So do they on a filter with one writer
-// (SetExclusive: stores, a record step per position), but for the
+// (setExclusive: stores, a record step per position), but for the
 // evidence, which names its last store.
 func TestProbeUpdateMatchesAt(t *testing.T) {
 	for _, l := range layouts {
@@ -30,7 +30,7 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 					a := newFilter(t, l, blocks*BlockCounters1024, k)
 					b := newFilter(t, l, blocks*BlockCounters1024, k)
 					c := newFilter(t, l, blocks*BlockCounters1024, k)
-					c.SetExclusive(true)
+					c.setExclusive(true)
 					s := splitmix64(uint64(k)*31 + blocks)
 					keys := make([]uint64, 24)
 					for i := range keys {
@@ -268,7 +268,7 @@ func TestProbeRemoveRollbackContended(t *testing.T) {
 func TestExclusiveRemoveStoresNothingWhenAbsent(t *testing.T) {
 	for _, l := range []Layout{Blocked512, Blocked1024} {
 		f := newFilter(t, l, 4*BlockCounters1024, 8)
-		f.SetExclusive(true)
+		f.setExclusive(true)
 		var h uint64
 		var pos [MaxK]uint64
 		found := false

@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/dablooms/dablooms/internal/failpoint"
 )
 
 // DefaultReserve is the address space reserved for a mapping when the
@@ -46,8 +48,7 @@ type Options struct {
 	// large. On 32-bit platforms a Reserve above MaxReserve32 is reduced to
 	// it, and a file of 2 GiB or more cannot be mapped (ErrTooLarge).
 	Reserve        int64
-	AllowNetworkFS bool        // allow files on network file systems
-	Failpoints     *Failpoints // failure injection for tests
+	AllowNetworkFS bool // allow files on network file systems
 	// OpenLock, if > 0, is a byte of the file on which every handle holds a
 	// shared lock for its lifetime: Open takes it (waiting at most
 	// LockTimeout) and then makes sure the path still names the file it
@@ -83,6 +84,12 @@ type Options struct {
 	HugePages bool
 
 	noMapRetry bool // the package's tests: the negative control of TestMapRetriesAfterGC
+	// failpoints inject failures: the module's tests (internal/failpoint).
+	failpoints *failpoint.Points
+}
+
+func init() {
+	failpoint.Attach = func(opts any, p *failpoint.Points) { opts.(*Options).failpoints = p }
 }
 
 // File is a file mapped MAP_SHARED.
@@ -95,7 +102,7 @@ type File struct {
 	size       int64
 	readOnly   bool
 	closed     bool // Detach or Close: no more file access
-	fp         *Failpoints
+	fp         *failpoint.Points
 	noMapRetry bool     // Options.noMapRetry
 	hugePages  bool     // Options.HugePages
 	aside      string   // Create: the temporary name until Publish
@@ -121,7 +128,7 @@ func Create(path string, size int64, o *Options) (*File, error) {
 	if err := checkFS(dir, o.AllowNetworkFS); err != nil {
 		return nil, err
 	}
-	mf := &File{path: path, fp: o.Failpoints, noMapRetry: o.noMapRetry, hugePages: o.HugePages}
+	mf := &File{path: path, fp: o.failpoints, noMapRetry: o.noMapRetry, hugePages: o.HugePages}
 	if err := mf.holdOld(path, o); err != nil {
 		return nil, err
 	}
@@ -301,7 +308,7 @@ func open(path string, o *Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.Failpoints, noMapRetry: o.noMapRetry,
+	mf := &File{f: f, path: path, readOnly: o.ReadOnly, fp: o.failpoints, noMapRetry: o.noMapRetry,
 		hugePages: o.HugePages}
 	fi, err := f.Stat()
 	if err != nil {
@@ -372,7 +379,7 @@ func (mf *File) mapReservation(reserve int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s needs a mapping of %d bytes, and a %d-bit process maps at most %d: use a 64-bit build",
 			ErrTooLarge, mf.path, reserve, bits.UintSize, math.MaxInt)
 	}
-	if err := mf.fp.fail("mmap"); err != nil {
+	if err := mf.fp.Fail("mmap"); err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", mf.path, err)
 	}
 	m, err := mapShared(mf.f, int(reserve), mf.readOnly)
@@ -586,7 +593,7 @@ func (mf *File) allocate(off, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	if err := mf.fp.fail("fallocate"); err != nil {
+	if err := mf.fp.Fail("fallocate"); err != nil {
 		return fmt.Errorf("fallocate %s: %w", mf.path, err)
 	}
 	if err := fallocate(mf.Fd(), off, n); err != nil {
@@ -636,7 +643,7 @@ func (mf *File) Sweep(off, n int64) (done func()) {
 // pages fault one by one as they would have, so the error is dropped.
 func (mf *File) populate(size int64) {
 	end := min(size/PageSize()*PageSize(), int64(len(mf.m)))
-	if end <= 0 || mf.fp.fail("populate") != nil { // the failpoint: as a kernel without it
+	if end <= 0 || mf.fp.Fail("populate") != nil { // the failpoint: as a kernel without it
 		return
 	}
 	_ = populateWrite(mf.m[:end])
@@ -665,7 +672,7 @@ func (mf *File) Sync(off, n int64) error {
 	start := off / ps * ps
 	end := min((off+n+ps-1)/ps*ps, int64(len(mf.m)))
 	if end > start {
-		if err := mf.fp.fail("msync"); err != nil {
+		if err := mf.fp.Fail("msync"); err != nil {
 			return fmt.Errorf("msync %s: %w", mf.path, err)
 		}
 		if err := msync(mf.m[start:end]); err != nil {
@@ -676,7 +683,7 @@ func (mf *File) Sync(off, n int64) error {
 }
 
 func (mf *File) fsync() error {
-	if err := mf.fp.fail("fsync"); err != nil {
+	if err := mf.fp.Fail("fsync"); err != nil {
 		return fmt.Errorf("fsync %s: %w", mf.path, err)
 	}
 	if err := fdatasync(mf.Fd()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,9 +43,9 @@ func mustOpen(t *testing.T, path string, o *Options) *File {
 func TestCreate(t *testing.T) {
 	path := tmpPath(t)
 	var fsyncs atomic.Int32
-	fp := &Failpoints{Fsync: func() error { fsyncs.Add(1); return nil }}
+	fp := &failpoint.Points{Fsync: func() error { fsyncs.Add(1); return nil }}
 	const size = 5 * 4096
-	f := mustCreate(t, path, size, &Options{Reserve: testReserve, Failpoints: fp})
+	f := mustCreate(t, path, size, &Options{Reserve: testReserve, failpoints: fp})
 	if fsyncs.Load() < 1 {
 		t.Fatal("Create did not fsync the file")
 	}
@@ -415,15 +416,15 @@ func TestFailpoints(t *testing.T) {
 	fail := func() error { return errInjected }
 	for _, tc := range []struct {
 		name string
-		fp   Failpoints
+		fp   failpoint.Points
 	}{
-		{"create fallocate", Failpoints{Fallocate: fail}},
-		{"create fsync", Failpoints{Fsync: fail}},
-		{"create mmap", Failpoints{Mmap: fail}},
+		{"create fallocate", failpoint.Points{Fallocate: fail}},
+		{"create fsync", failpoint.Points{Fsync: fail}},
+		{"create mmap", failpoint.Points{Mmap: fail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := tmpPath(t)
-			f, err := Create(path, 8192, &Options{Reserve: testReserve, Failpoints: &tc.fp})
+			f, err := Create(path, 8192, &Options{Reserve: testReserve, failpoints: &tc.fp})
 			if !errors.Is(err, errInjected) || f != nil {
 				t.Fatalf("Create = %v, %v; want the injected error", f, err)
 			}
@@ -435,13 +436,13 @@ func TestFailpoints(t *testing.T) {
 	t.Run("open mmap", func(t *testing.T) {
 		path := tmpPath(t)
 		mustCreate(t, path, 4096, &Options{Reserve: testReserve})
-		if _, err := Open(path, &Options{Failpoints: &Failpoints{Mmap: fail}}); !errors.Is(err, errInjected) {
+		if _, err := Open(path, &Options{failpoints: &failpoint.Points{Mmap: fail}}); !errors.Is(err, errInjected) {
 			t.Fatalf("Open = %v", err)
 		}
 	})
 	t.Run("sync and grow", func(t *testing.T) {
-		fp := &Failpoints{}
-		f := mustCreate(t, tmpPath(t), 4096, &Options{Reserve: testReserve, Failpoints: fp})
+		fp := &failpoint.Points{}
+		f := mustCreate(t, tmpPath(t), 4096, &Options{Reserve: testReserve, failpoints: fp})
 		fp.Msync = fail
 		if err := f.Sync(0, 4096); !errors.Is(err, errInjected) {
 			t.Fatalf("Sync with msync failing: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"golang.org/x/sys/unix"
 )
 
@@ -111,9 +112,9 @@ func TestPopulate(t *testing.T) {
 // without the option, and the pages fault in as they are used.
 func TestPopulateRefused(t *testing.T) {
 	const ps = 4096
-	fp := &Failpoints{Populate: func() error { return unix.EINVAL }}
+	fp := &failpoint.Points{Populate: func() error { return unix.EINVAL }}
 	path := tmpPath(t)
-	f := mustCreate(t, path, 12*ps, &Options{Reserve: 1 << 20, Populate: true, Failpoints: fp})
+	f := mustCreate(t, path, 12*ps, &Options{Reserve: 1 << 20, Populate: true, failpoints: fp})
 	all, err := f.Bytes(0, 12*ps)
 	if err != nil {
 		t.Fatal(err)

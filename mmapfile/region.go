@@ -112,41 +112,6 @@ func (existsError) Is(target error) bool { return target == fs.ErrExist }
 // errNoFallocate: the file system cannot allocate blocks without writing.
 var errNoFallocate = errors.New("mmapfile: fallocate not supported")
 
-// Failpoints inject failures in tests. A nil function never fails.
-type Failpoints struct {
-	Msync     func() error
-	Fsync     func() error
-	Fallocate func() error
-	Mmap      func() error
-	// Populate stands for the kernel's answer to MADV_POPULATE_WRITE
-	// (Options.Populate); an error is dropped as the kernel's would be.
-	Populate func() error
-}
-
-// fail runs the failpoint of the named operation, if any.
-func (fp *Failpoints) fail(op string) error {
-	if fp == nil {
-		return nil
-	}
-	var f func() error
-	switch op {
-	case "msync":
-		f = fp.Msync
-	case "fsync":
-		f = fp.Fsync
-	case "fallocate":
-		f = fp.Fallocate
-	case "mmap":
-		f = fp.Mmap
-	case "populate":
-		f = fp.Populate
-	}
-	if f == nil {
-		return nil
-	}
-	return f()
-}
-
 func checkRange(off, n, size int64) error {
 	if off < 0 || n < 0 || off > size || n > size-off {
 		return fmt.Errorf("%w: [%d, +%d) of %d bytes", ErrRange, off, n, size)

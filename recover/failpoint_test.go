@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"github.com/dablooms/dablooms/internal/testknobs"
-	"github.com/dablooms/dablooms/mmapfile"
 	"github.com/dablooms/dablooms/recover"
 	"github.com/dablooms/dablooms/scaling"
 )
@@ -31,13 +31,13 @@ func (s *switchable) fn() error {
 }
 
 // fpOptions are the options of a handle whose file fails as fp says.
-func fpOptions(fp *mmapfile.Failpoints) *scaling.OpenOptions {
+func fpOptions(fp *failpoint.Points) *scaling.OpenOptions {
 	o := &scaling.OpenOptions{}
 	testknobs.Set(o, &testknobs.Knobs{Failpoints: fp, BootID: recover.TestBoot})
 	return o
 }
 
-func openFP(t *testing.T, path string, fp *mmapfile.Failpoints) *scaling.Filter {
+func openFP(t *testing.T, path string, fp *failpoint.Points) *scaling.Filter {
 	t.Helper()
 	f, err := scaling.Open(path, fpOptions(fp))
 	if err != nil {
@@ -53,7 +53,7 @@ func TestFailpointGrowth(t *testing.T) {
 	path := recover.NewFile(t, 100, counting4.Classic, 100) // the first filter is full
 	sw := &switchable{failErr: syscall.ENOSPC}
 	sw.armed.Store(true)
-	f := openFP(t, path, &mmapfile.Failpoints{Fallocate: sw.fn})
+	f := openFP(t, path, &failpoint.Points{Fallocate: sw.fn})
 	err := f.Add(recover.Key(101), 101)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("Add when growth fails: %v, want ENOSPC", err)
@@ -87,7 +87,7 @@ func TestFailpointFlushSync(t *testing.T) {
 		t.Run(which, func(t *testing.T) {
 			path := recover.NewFile(t, 1000, counting4.Classic, 10)
 			sw := &switchable{failErr: syscall.EIO}
-			fp := &mmapfile.Failpoints{}
+			fp := &failpoint.Points{}
 			if which == "msync" {
 				fp.Msync = sw.fn
 			} else {
@@ -125,7 +125,7 @@ func TestFailpointFlushSync(t *testing.T) {
 func TestFailpointFlushCleanRecord(t *testing.T) {
 	path := recover.NewFile(t, 1000, counting4.Classic, 10)
 	sw := &switchable{failErr: syscall.EIO}
-	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
+	f := openFP(t, path, &failpoint.Points{Msync: sw.fn})
 	defer f.Close()
 	if err := f.Add(recover.Key(11), 11); err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestFailpointMarkDirty(t *testing.T) {
 	before := recover.VerifyT(t, path)
 	sw := &switchable{failErr: syscall.EIO}
 	sw.armed.Store(true)
-	f := openFP(t, path, &mmapfile.Failpoints{Msync: sw.fn})
+	f := openFP(t, path, &failpoint.Points{Msync: sw.fn})
 	defer f.Close()
 	if err := f.Add(recover.Key(11), 11); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("Add when the dirty mark cannot be synced: %v", err)
@@ -171,7 +171,7 @@ func TestFailpointMarkDirty(t *testing.T) {
 func TestFailpointMmap(t *testing.T) {
 	path := recover.NewFile(t, 1000, counting4.Classic, 10)
 	sum := recover.Sum256(t, path)
-	_, err := scaling.Open(path, fpOptions(&mmapfile.Failpoints{Mmap: func() error { return syscall.ENOMEM }}))
+	_, err := scaling.Open(path, fpOptions(&failpoint.Points{Mmap: func() error { return syscall.ENOMEM }}))
 	if !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("Open: %v, want ENOMEM", err)
 	}

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"github.com/dablooms/dablooms/internal/testknobs"
-	"github.com/dablooms/dablooms/mmapfile"
 )
 
 // Original: error rate 1.0 accepted (61 % false positives), error rate 0
@@ -507,7 +507,7 @@ func TestDefectSameIDScales(t *testing.T) {
 // the chain grows.
 func TestDefectFullDisk(t *testing.T) {
 	requireFiles(t)
-	fp := &mmapfile.Failpoints{}
+	fp := &failpoint.Points{}
 	f, path := newStore(t, inFile, &Options{Capacity: 100, ErrorRate: 0.05, Seed: 5, knobs: &testknobs.Knobs{Failpoints: fp}})
 	for i := range 100 {
 		if err := f.AddString(keyString("key-", i), uint64(i)); err != nil {

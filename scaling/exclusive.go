@@ -8,6 +8,7 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/exclhook"
 )
 
 // The exclusive writer (OpenOptions.Exclusive); its rules are I18 of
@@ -34,7 +35,7 @@ import (
 //   - Under wmu the counters are stored, not compared and swapped: in a
 //     file with the undo block (format 1.5, header/undo.go) a key's block
 //     at a time, saved in the undo block first (counting4.SetUndo), else
-//     one read-modify-write per position (counting4.SetExclusive); a
+//     one read-modify-write per position (counting4's setExclusive); a
 //     Remove decides before its first store. The record is the handle's first,
 //     written with ordered stores (StoreOrdered), as is its op word (the handshakes
 //     of I2 it takes part in are with holders of wmu or of the locks this
@@ -159,7 +160,7 @@ type exclWriter struct {
 // updates stores (StoreOrdered) in place of compare-and-swaps.
 func (w *exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
-	m.cf.SetExclusive(true)
+	exclhook.SetExclusive(m.cf, true)
 	m.cf.SetUndo(w.undo, m.idx)
 }
 

@@ -344,10 +344,10 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 		return nil, &OptionError{Field: "Reserve", Value: o.Reserve, Reason: "must not be negative"}
 	}
 	for tries := 0; ; tries++ {
-		mf, err := mmapfile.Open(path, &mmapfile.Options{
-			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
+		mf, err := mmapfile.Open(path, withFailpoints(&mmapfile.Options{
+			ReadOnly: o.ReadOnly, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS,
 			OpenLock: header.OpenLockOffset, LockTimeout: cmp.Or(o.LockTimeout, DefaultLockTimeout),
-		})
+		}, o.knobs))
 		if err != nil {
 			return nil, err
 		}

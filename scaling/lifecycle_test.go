@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
@@ -157,7 +158,7 @@ func (g *fsyncGate) fsync() error {
 func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 	requireFiles(t)
 	gate := newGate(2) // the growth's second fsync: after metadata copy 1
-	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &mmapfile.Failpoints{Fsync: gate.fsync}}})
+	w, path := createFile(t, &Options{Capacity: 10, GrowthFactor: 1, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &failpoint.Points{Fsync: gate.fsync}}})
 	addRange(t, w, 0, 5)
 	b := openFile(t, path, nil) // knows 1 filter
 	addRange(t, w, 5, 15)       // 2 filters published
@@ -211,7 +212,7 @@ func TestAddNeverLandsInUnpublishedFilter(t *testing.T) {
 func TestManyGoroutinesNeverOverfill(t *testing.T) {
 	requireFiles(t)
 	slow := func() error { time.Sleep(200 * time.Microsecond); return nil }
-	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &mmapfile.Failpoints{Fsync: slow}}})
+	f, _ := createFile(t, &Options{Capacity: 20, GrowthFactor: 1.2, Seed: 1, knobs: &testknobs.Knobs{Failpoints: &failpoint.Points{Fsync: slow}}})
 	var id atomic.Uint64
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)

@@ -190,10 +190,10 @@ func chainLimit(p *header.Params) int {
 
 // fileOptions are the options of the file Create makes.
 func (o *Options) fileOptions() *mmapfile.Options {
-	return &mmapfile.Options{
-		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS, Failpoints: failpoints(o.knobs),
+	return withFailpoints(&mmapfile.Options{
+		Overwrite: o.Overwrite, Reserve: o.Reserve, AllowNetworkFS: o.AllowNetworkFS,
 		OpenLock: header.OpenLockOffset, HugePages: o.HugePages, Populate: o.Populate,
-	}
+	}, o.knobs)
 }
 
 // filterTarget returns the false-positive target of filter i: the targets

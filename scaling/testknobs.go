@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"github.com/dablooms/dablooms/header"
+	"github.com/dablooms/dablooms/internal/failpoint"
 	"github.com/dablooms/dablooms/internal/testknobs"
 	"github.com/dablooms/dablooms/mmapfile"
 )
@@ -24,12 +25,12 @@ func init() {
 	})
 }
 
-// failpoints returns the failpoints of k, if any.
-func failpoints(k *testknobs.Knobs) *mmapfile.Failpoints {
-	if k == nil {
-		return nil
+// withFailpoints gives o the failpoints of k, if any, and returns it.
+func withFailpoints(o *mmapfile.Options, k *testknobs.Knobs) *mmapfile.Options {
+	if k != nil && k.Failpoints != nil {
+		failpoint.Attach(o, k.Failpoints)
 	}
-	return k.Failpoints
+	return o
 }
 
 // knobsOf returns a copy of k for a new Filter, nil if k is.

@@ -14,7 +14,7 @@ package scaling
 //	record claim    a free record of the slot (slot.go)   record 0, ordered stores
 //	record finish   the record is free again              (record 0 stays the handle's)
 //	item count      atomic add to the handle's count      ordered store (counts.go)
-//	counter update  compare-and-swap (counting4)          store (counting4.SetExclusive, set in adopt)
+//	counter update  compare-and-swap (counting4)          store (counting4's setExclusive, set in adopt)
 //	hold (stop.go)  nothing to take: guards and records   wmu (holdOps: Flush, RetireBefore, Close)
 //	flush lock      the file's flush lock (lockFlush)     wmu; it holds the file's from Open
 //	growth lock     the file's growth lock (lockGrowth)   mu only; it holds the file's from Open

@@ -10,7 +10,7 @@ package testknobs
 import (
 	"fmt"
 
-	"github.com/dablooms/dablooms/mmapfile"
+	"github.com/dablooms/dablooms/internal/failpoint"
 )
 
 // Knobs are a Filter's failure injection and negative controls. The zero
@@ -19,7 +19,7 @@ import (
 type Knobs struct {
 	// Failpoints inject sync, allocation and mapping failures into the
 	// Filter's file (and the files it moves to after a replacement).
-	Failpoints *mmapfile.Failpoints
+	Failpoints *failpoint.Points
 
 	// BootID, if not empty, stands for the machine's boot identity: the
 	// one a Filter records with its dirty mark, and the one recover
