@@ -35,4 +35,9 @@
 // meets the target; measured rates agree within a few percent.
 //
 // All index arithmetic is 64-bit: filters of more than 2^32 counters work.
+//
+// Stability: this package is low-level, the counters under scaling's
+// filters. Its API (layouts aside, whose bytes docs/FORMAT.md fixes) may
+// change between releases as scaling needs, and CHANGELOG.md lists such
+// changes; programs should use scaling.
 package counting4

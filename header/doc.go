@@ -19,4 +19,11 @@
 // All integers are little-endian. Parsing treats the bytes as hostile: every
 // field is range-checked and every offset and length is checked against the
 // file size with overflow-safe arithmetic before anything relies on it.
+//
+// Stability: this package is low-level. It is the file format's layout as
+// Go constants and views, for scaling, recover and tools that read files
+// byte by byte; its identifiers follow the format, so a new format version
+// may add, rename or retype them between releases (CHANGELOG.md lists such
+// changes). The format itself is stable: docs/FORMAT.md says what each
+// version reads and writes. Programs should use scaling and recover.
 package header

@@ -18,4 +18,9 @@
 // Contains answers exactly as the original's check did: the key is hashed with MurmurHash3
 // x64/128 (seed 0x97c29b3a), and a filter holds it when the k counters at the key's indices (see
 // Index) are all non-zero. A scaling file holds it when any of its filters does.
+//
+// Stability: this package is low-level: it reads files of the original C
+// dablooms 0.9.1 for scaling's import and for tests. Its API may change
+// between releases, and CHANGELOG.md lists such changes; programs should
+// use scaling.ImportDablooms.
 package legacy

@@ -33,4 +33,8 @@
 // (sys_linux.go, lock_linux.go, fs_linux.go, bootid_linux.go); on any other
 // system Open, Create and the locks fail with ErrUnsupported, while Heap
 // works everywhere.
+//
+// Stability: this package is low-level, the mapping under scaling's files.
+// Its API may change between releases as scaling needs, and CHANGELOG.md
+// lists such changes; programs should use scaling.
 package mmapfile

@@ -55,4 +55,11 @@
 // context.Background. A canceled context stops the reading of the file and
 // the Source's adds, and nothing is replaced after it; the error is the
 // context's (errors.Is(err, context.Canceled)).
+//
+// Stability: this package is stable. Its exported API changes only
+// compatibly (additions) between releases; an incompatible change is made
+// only in a release whose CHANGELOG.md lists it under "Incompatible
+// changes", and CI (.ci/apicheck) checks the API against the last release.
+// What the API promises about files (the format versions it reads and
+// writes) is in docs/FORMAT.md.
 package recover

@@ -97,4 +97,11 @@
 // it does not flush. A lookup racing Close may report false, as after
 // Close, but never faults (I16). NewMemory gives the same store in
 // ordinary memory, for the race detector and for users who want no file.
+//
+// Stability: this package is stable. Its exported API changes only
+// compatibly (additions) between releases; an incompatible change is made
+// only in a release whose CHANGELOG.md lists it under "Incompatible
+// changes", and CI (.ci/apicheck) checks the API against the last release.
+// What the API promises about files (the format versions it reads and
+// writes) is in docs/FORMAT.md.
 package scaling

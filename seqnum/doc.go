@@ -33,4 +33,9 @@
 // the caller checks that no operation is in flight, syncs everything, stores
 // disk_seqnum and moves Flushing → Clean with epoch+1, then syncs the state
 // word.
+//
+// Stability: this package is low-level, the seqnum protocol's state word
+// for scaling and recover. Its API may change between releases (the words'
+// meaning in a file is fixed by docs/FORMAT.md and docs/PROTOCOLS.md), and
+// CHANGELOG.md lists such changes; programs should use scaling.
 package seqnum
