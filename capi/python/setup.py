@@ -11,14 +11,29 @@ import os
 import shutil
 import subprocess
 
-from setuptools import setup
-from setuptools.command.build_py import build_py
-from setuptools.dist import Distribution
+NEEDS = (
+    "pydablooms: building it needs setuptools (61 or newer) and, with setuptools "
+    "older than 70.1, wheel. Where the package index is reachable, pip installs "
+    "them itself: run pip install ./capi/python without --no-build-isolation. "
+    "Offline, install them from the system (Debian: apt-get install "
+    "python3-setuptools python3-wheel), then in a venv made with "
+    "--system-site-packages: pip install --no-build-isolation ./capi/python "
+    "(README.md, From Python)")
+
+try:
+    from setuptools import setup
+    from setuptools.command.build_py import build_py
+    from setuptools.dist import Distribution
+except ImportError as e:
+    raise SystemExit("%s; missing: %s" % (NEEDS, e.name))
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel  # setuptools >= 70.1
 except ImportError:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:
+        raise SystemExit("%s; missing: wheel (this setuptools is older than 70.1)" % NEEDS)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULE = "module github.com/dablooms/dablooms"
