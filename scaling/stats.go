@@ -192,7 +192,7 @@ type Stats struct {
 	// flush: how long changes have waited for one (zero while clean).
 	DirtySince time.Time
 	// Writers counts the writer slots held by live handles, this one's
-	// included.
+	// included (one lock query per slot with an owner).
 	Writers int
 }
 
@@ -227,7 +227,10 @@ func (f *Filter) Stats() Stats {
 		}
 	}
 	for slot := 0; slot < header.NumSlots; slot++ {
-		if slot == f.slot || f.file != nil && f.slotLive(slot) {
+		// A slot never claimed, or closed, has owner 0: no lock query (a
+		// claim in progress writes its owner just after its lock).
+		owned := atomic.LoadUint64(&header.SlotAt(f.hot, slot).Owner) != 0
+		if slot == f.slot || f.file != nil && owned && f.slotLive(slot) {
 			s.Writers++
 		}
 	}
