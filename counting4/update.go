@@ -238,7 +238,7 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 // and the next key's, start as early as the processor can issue them
 // (the snapshot and per-word grouping of AddProbe's compare-and-swaps
 // cost more than the swaps in a single writer: docs/PERFORMANCE.md,
-// "Exclusive writer").
+// "Tried, did not help", computeBlock).
 //
 // For the blocked layouts it walks the positions in the block as
 // containsBlock does, generic over the block size so that the chunk widths

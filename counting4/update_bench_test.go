@@ -54,7 +54,7 @@ func BenchmarkUpdate(b *testing.B) {
 // "exclusive" is AddProbe on an exclusive filter (a record step per
 // position). Neither hashes, routes or claims a record: what an AddBatch
 // key costs beyond "exclusive" is the scaling package's work
-// (docs/PERFORMANCE.md, "Exclusive writer"). ns/op is per key.
+// (docs/PERFORMANCE.md, "The exclusive bulk key's floor"). ns/op is per key.
 //
 //	go test ./counting4 -run '^$' -bench BlockAddFloor -benchtime 10000000x
 func BenchmarkBlockAddFloor(b *testing.B) {

@@ -20,7 +20,8 @@ import (
 // admission, the item count, the id range); and the swaps need a snapshot
 // of the key's whole block, computed before any word changes. Together
 // they are most of an Add (docs/PERFORMANCE.md, "Where a single Add and
-// Remove go", "Exclusive writer": the snapshot more than the swaps). An
+// Remove go", and "Tried, did not help", computeBlock: the snapshot more
+// than the swaps). An
 // exclusive handle is the file's only writer while it is open, so none
 // of that is needed:
 //

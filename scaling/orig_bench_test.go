@@ -156,8 +156,8 @@ func BenchmarkOrigFloor(b *testing.B) {
 // exclusive handle. It reserves 1 GiB of address space, not the default
 // 64 GiB, so that it also runs under valgrind, whose instruction counts
 // (the difference of two runs of different lengths) do not move with the
-// machine's load as times do (docs/PERFORMANCE.md, "The floor in the same
-// runs, and the instructions").
+// machine's load as times do (docs/PERFORMANCE.md, "Instructions per
+// operation"; bench/instructions.sh counts BenchmarkInstr's).
 //
 //	go test ./scaling -run '^$' -bench CachedAddRemove -benchtime 2000000x
 func BenchmarkCachedAddRemove(b *testing.B) {

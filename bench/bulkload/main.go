@@ -4,7 +4,7 @@
 // then Flush), and through `dabloomsctl add --from`, shared and with
 // --exclusive. Each run starts from a store made by `dabloomsctl create
 // --capacity N --error-rate 0.01`. It prints wall and user+sys seconds per
-// run, and the medians (docs/PERFORMANCE.md, "Exclusive writer").
+// run, and the medians (docs/PERFORMANCE.md, "Bulk load end to end").
 //
 //	cd bench && go run ./bulkload -n 10000000 -dir /dev/shm
 //
