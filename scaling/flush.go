@@ -27,26 +27,11 @@ func (f *Filter) Flush() error {
 }
 
 func (f *Filter) flush() error {
-	if f.ro && !f.closed.Load() {
-		return ErrReadOnly // (not after waiting for a rewrite or an exclusive writer)
-	}
-	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
-		// A rewrite holds the file (see Freeze): flush what follows it.
-		if err := f.waitReplace(); err != nil {
-			return err
-		}
-	}
-	// Registered like a modification, so that Close (or a move to the
-	// file that replaced this one) does not close the descriptor while the
-	// flush waits for the lock below.
-	g, err := f.enter(2)
+	g, err := f.enterFlush()
 	if err != nil {
 		return err
 	}
 	defer g.n.Add(-1)
-	if f.syncFailed.Load() {
-		return ErrSyncFailed
-	}
 	unlockGrowth, unlock, err := f.w.lockFlush(f)
 	if err != nil {
 		return err
@@ -78,6 +63,38 @@ func (f *Filter) flush() error {
 	if done, err := f.settleRetirement(ep, size); done {
 		return err
 	}
+	return f.claimClean(ep, size, unlockGrowth, step)
+}
+
+// enterFlush registers a flush like a modification, so that Close (or a
+// move to the file that replaced this one) does not close the descriptor
+// while the flush waits for its locks; the caller releases the guard.
+func (f *Filter) enterFlush() (*guard, error) {
+	if f.ro && !f.closed.Load() {
+		return nil, ErrReadOnly // (not after waiting for a rewrite or an exclusive writer)
+	}
+	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
+		// A rewrite holds the file (see Freeze): flush what follows it.
+		if err := f.waitReplace(); err != nil {
+			return nil, err
+		}
+	}
+	g, err := f.enter(2)
+	if err != nil {
+		return nil, err
+	}
+	if f.syncFailed.Load() {
+		g.n.Add(-1)
+		return nil, ErrSyncFailed
+	}
+	return g, nil
+}
+
+// claimClean is the flush of epoch ep from its phase flushing on (I3):
+// the page checksums, under the growth lock (unlockGrowth releases it),
+// then the records read, the file synced, and the claim of clean, which
+// fails if a record was in flight or a writer re-marked the file.
+func (f *Filter) claimClean(ep uint64, size int64, unlockGrowth func(), step func(string)) error {
 	// The checksums of the pages changed since the last flush (version
 	// 1.4), from the chain as published now: a filter another process
 	// published and wrote must not keep its marks past a clean flush.
@@ -97,18 +114,19 @@ func (f *Filter) flush() error {
 		return err
 	}
 	step("synced")
-	if f.words.EndFlush(ep, mem) {
-		step("ended")
-		h := header.HotAt(f.hot)
-		atomic.AddUint64(&h.FlushCount, 1)
-		atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))
-		if err := f.sync(header.HotOffset, header.PageSize); err != nil {
-			// The clean state may not be durable: withdraw the claim.
-			if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {
-				atomic.StoreUint64(f.words.Disk, 0)
-			}
-			return fmt.Errorf("recording the clean state: %w", err)
+	if !f.words.EndFlush(ep, mem) {
+		return nil
+	}
+	step("ended")
+	h := header.HotAt(f.hot)
+	atomic.AddUint64(&h.FlushCount, 1)
+	atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))
+	if err := f.sync(header.HotOffset, header.PageSize); err != nil {
+		// The clean state may not be durable: withdraw the claim.
+		if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {
+			atomic.StoreUint64(f.words.Disk, 0)
 		}
+		return fmt.Errorf("recording the clean state: %w", err)
 	}
 	return nil
 }
