@@ -28,25 +28,27 @@ func itemLimit(capacity uint64) uint64 {
 // analysis is everything Verify learns about a file; Repair and Rebuild plan
 // from it.
 type analysis struct {
-	size int64
-	head []byte // the first DataOffset bytes, zero-padded if the file is shorter
-	boot bootID // this machine's
+	size  int64
+	head  []byte // the first DataOffset bytes, zero-padded if the file is shorter
+	boot  bootID // this machine's
+	quick bool   // skip the page checksums (verify --quick)
 
-	metas     [2]*header.Meta
-	metaErrs  [2]error
-	meta      *header.Meta // the copy in use; nil if neither is valid
-	which     int          // 0 = copy A, 1 = copy B
-	restore   int          // copy that Repair rewrites from the other, -1 if none
-	undo      *undoFix     // an armed undo block of a dead writer (undo.go)
-	published uint64
-	// hotRetired is the hot retired word. When it is ahead of the
-	// directory's count (a retirement cut short, docs/FORMAT.md), meta is
-	// the directory without the filters it retired (dropped), as readers
-	// already use it, and Repair writes that directory to both copies.
-	hotRetired  uint64
-	retiredBad  bool                // the hot retired word cannot be right; Repair sets it to meta.Retired
-	replacedBad bool                // the hot replaced word cannot be right; Repair clears it
-	dropped     []header.FilterDesc // filters a retirement cut short retired
+	dirState // the metadata copies and the directory in use
+	hotState // the hot page's words
+	filters  []filterInfo
+	recState // the writer slots and their records
+	verdict  // what the analysis found
+}
+
+// dirState is what the analysis reads of the metadata copies and of the
+// directory in use.
+type dirState struct {
+	metas    [2]*header.Meta
+	metaErrs [2]error
+	meta     *header.Meta        // the copy in use; nil if neither is valid
+	which    int                 // 0 = copy A, 1 = copy B
+	restore  int                 // copy that Repair rewrites from the other, -1 if none
+	dropped  []header.FilterDesc // filters a retirement cut short retired
 	// ring: the file has retired filters (FlagRing, or a retirement cut
 	// short): lines of unused entries and the space between and after the
 	// filters may hold what retired filters left, which is not damage.
@@ -54,27 +56,44 @@ type analysis struct {
 	// bySlot is the index in filters of the filter in each directory
 	// entry, -1 for an entry the chain does not use.
 	bySlot [header.MaxFilters]int
+}
 
-	hotOK      bool // the state word and the published count are plausible
-	state      uint64
-	epoch      uint64
-	phase      seqnum.Phase
-	disk       uint64
-	stored     bootID // boot identity recorded with the dirty mark
-	bootMatch  bool
-	trusted    bool // clean, or dirty on this boot: counters of dirty filters hold every change
-	hotUnused  bool // unused bytes of the hot page are not zero
-	linesDirty bool // unused filter lines are not zero
+// hotState is what the analysis reads of the hot page.
+type hotState struct {
+	hotOK     bool // the state word and the published count are plausible
+	state     uint64
+	epoch     uint64
+	phase     seqnum.Phase
+	disk      uint64
+	published uint64
+	// hotRetired is the hot retired word. When it is ahead of the
+	// directory's count (a retirement cut short, docs/FORMAT.md), meta is
+	// the directory without the filters it retired (dropped), as readers
+	// already use it, and Repair writes that directory to both copies.
+	hotRetired  uint64
+	retiredBad  bool     // the hot retired word cannot be right; Repair sets it to meta.Retired
+	replacedBad bool     // the hot replaced word cannot be right; Repair clears it
+	undo        *undoFix // an armed undo block of a dead writer (undo.go)
+	stored      bootID   // boot identity recorded with the dirty mark
+	bootMatch   bool
+	trusted     bool // clean, or dirty on this boot: counters of dirty filters hold every change
+	hotUnused   bool // unused bytes of the hot page are not zero
+	linesDirty  bool // unused filter lines are not zero
+}
 
-	filters     []filterInfo
+// recState is what the analysis reads of the writer slots.
+type recState struct {
 	slots       [header.NumSlots]slotInfo
 	anyLive     bool
 	mem         uint64 // sum of completed counts over every record
 	anyInFlight bool
+}
 
+// verdict is what the analysis found: its findings, and the filters that
+// need Rebuild.
+type verdict struct {
 	needRebuild []bool
 	findings    []Finding
-	quick       bool // skip the page checksums (verify --quick)
 }
 
 type filterInfo struct {
@@ -188,7 +207,7 @@ func analyze(img image, boot bootID, live func(off int64) bool) (*analysis, erro
 
 // analyzeWith is analyze, without reading the page checksums if quick.
 func analyzeWith(img image, boot bootID, live func(off int64) bool, quick bool) (*analysis, error) {
-	a := &analysis{size: img.Size(), boot: boot, restore: -1, quick: quick}
+	a := &analysis{size: img.Size(), boot: boot, quick: quick, dirState: dirState{restore: -1}}
 	if b, ok := img.(bytesImage); ok && len(b) >= header.DataOffset {
 		a.head = b[:header.DataOffset:header.DataOffset] // only read
 	} else {
