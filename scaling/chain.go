@@ -47,15 +47,22 @@ type member struct {
 	countsPage        uint64           // the counts page's number among the covered pages
 	quota             [quotaShards]quotaShard
 
-	// Per-writer item counts (header/counts.go); counts is nil for a filter
-	// without them, which counts in items alone.
+	writerCounts // the per-writer item counts (counts.go)
+	exclRoom     // the exclusive writer's admission (exclusive.go)
+}
+
+// writerCounts are a member's per-writer item counts (header/counts.go);
+// counts is nil for a filter without them, which counts in items alone.
+type writerCounts struct {
 	counts    []uint64 // the counts page: slot s's count is counts[s*countStride]
 	own       *uint64  // this handle's count (nil: read-only)
 	ownSlot   int
 	ownMarked atomic.Bool
+}
 
-	// An exclusive handle's member (exclusive.go): room is how many more
-	// Adds limit roomLimit admits.
+// exclRoom is an exclusive handle's admission to a member (exclusive.go):
+// room is how many more Adds limit roomLimit admits.
+type exclRoom struct {
 	room, roomLimit uint64
 }
 
