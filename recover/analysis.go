@@ -97,11 +97,18 @@ type verdict struct {
 }
 
 type filterInfo struct {
-	desc header.FilterDesc
-	// line is the filter's line as read (its writers word with the bits
-	// read again after the counts: readCounts); items, minID and maxID
-	// are what it says: the item count with the writers' counts, the id
-	// range without the Sealed bit.
+	desc        header.FilterDesc
+	lineRead         // its line and counts
+	counterRead      // its counters
+	dirty       bool // marked changed since the last flush
+	cutOps           // the operations dead writers cut short on it
+}
+
+// lineRead is a filter's line as read (its writers word with the bits
+// read again after the counts: readCounts); items, minID and maxID are
+// what it says: the item count with the writers' counts, the id range
+// without the Sealed bit.
+type lineRead struct {
 	line                header.Line
 	items, minID, maxID uint64
 	sealed              bool                   // the Sealed bit of the max id word
@@ -109,14 +116,22 @@ type filterInfo struct {
 	strayCounts         bool                   // counts of slots the writers word does not name are not zero
 	lineOK              bool                   // mark, id range and the reserved word are plausible
 	itemsOK             bool                   // 0 ≤ items ≤ capacity + slack
-	sum, sat            uint64
-	tailOff             int64 // first non-zero byte after the last counter, -1 if none
-	cut                 bool  // the file ends before the filter does (truncated): its counters were not read
-	dirty               bool
-	recs                []recRef // in-flight records of dead slots that target the filter
-	res                 *resolution
-	recount             bool    // Repair sets items = sum/k
-	satScan             satScan // runs of saturated counters (saturation.go)
+}
+
+// counterRead is what reading a filter's counters found.
+type counterRead struct {
+	sum, sat uint64
+	tailOff  int64   // first non-zero byte after the last counter, -1 if none
+	cut      bool    // the file ends before the filter does (truncated): its counters were not read
+	satScan  satScan // runs of saturated counters (saturation.go)
+}
+
+// cutOps are the in-flight records of dead slots that target a filter,
+// and how Repair resolves them.
+type cutOps struct {
+	recs    []recRef
+	res     *resolution
+	recount bool // Repair sets items = sum/k
 }
 
 // tornWiden reports an id range whose min word still says "empty" (2^64−1)
