@@ -175,8 +175,6 @@ func (r *recInfo) dir() int64 {
 	return 1
 }
 
-func (a *analysis) word(off int64) uint64 { return le.Uint64(a.head[off:]) }
-
 // entry is the directory entry of filter i of the chain: it names the
 // filter's line, its salt and the filter in in-flight records, and
 // findings and reports name filters by it.
@@ -361,10 +359,11 @@ func sameMeta(x, y *header.Meta) bool {
 }
 
 func (a *analysis) readHot() {
-	a.state = a.word(header.StateOffset)
+	h := header.ReadHot(a.head)
+	a.state = h.State
 	a.epoch, a.phase = seqnum.Unpack(a.state)
-	a.disk = a.word(header.DiskSeqOffset)
-	a.published = a.word(header.PublishedOffset)
+	a.disk = h.DiskSeq
+	a.published = h.Published
 	copy(a.stored[:], a.head[header.BootIDOffset:header.BootIDOffset+16])
 	a.bootMatch = a.stored == a.boot
 	a.hotOK = true
@@ -411,7 +410,7 @@ func (a *analysis) readHot() {
 // the file, or one that died: no damage. (A Repair in place of a live file
 // reads the word as it was before its own freeze: rewriteHold.image.)
 func (a *analysis) readReplaced() {
-	w := a.word(header.ReplacedOffset)
+	w := header.ReadHot(a.head).Replaced
 	live := a.meta.Flags&header.FlagLiveReplace != 0
 	switch {
 	case !a.hotOK || w == header.ReplaceNone:
@@ -430,7 +429,7 @@ func (a *analysis) readReplaced() {
 // without the filters the word passed (never the newest).
 func (a *analysis) readRetired() {
 	a.ring = a.meta.Flags&header.FlagRing != 0
-	a.hotRetired = a.word(header.RetiredOffset)
+	a.hotRetired = header.ReadHot(a.head).Retired
 	base, n := a.meta.Retired, uint64(len(a.meta.Filters))
 	pubOK := a.published > base && a.published <= base+n
 	switch r := a.hotRetired; {

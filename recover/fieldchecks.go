@@ -123,7 +123,7 @@ func firstNonZeroWord(b []byte) int {
 // writer is alive: a snapshot may read the count after a flush that moved
 // the epoch it read.)
 func (a *analysis) checkFlushCount() {
-	if n := a.word(header.FlushCountOffset); n > a.epoch && !a.anyLive {
+	if n := header.ReadHot(a.head).FlushCount; n > a.epoch && !a.anyLive {
 		a.note(Damaged, -1, -1, header.FlushCountOffset, "flush count", header.ErrCorrupt,
 			"the flush count %d exceeds the epoch %d, which every flush that counts itself raises first: the word is damaged (nothing but reports reads it); Repair sets it to %d", n, a.epoch, a.epoch-1)
 	}
@@ -251,8 +251,8 @@ func (p *patch) fixFields(a *analysis) {
 	if !a.hotOK {
 		return
 	}
-	if n := le.Uint64(p.head[header.FlushCountOffset:]); n > a.epoch {
-		p.put(header.FlushCountOffset, a.epoch-1) // (epoch ≥ 1: hotOK)
+	if n := header.ReadHot(p.head).FlushCount; n > a.epoch {
+		p.editHot(func(h *header.Hot) { h.FlushCount = a.epoch - 1 }) // (epoch ≥ 1: hotOK)
 		p.act("set the flush count %d to %d, below the epoch", n, a.epoch-1)
 	}
 	for i := range a.filters {

@@ -54,6 +54,12 @@ func (p *patch) editLine(e int, edit func(l *header.Line)) {
 	editView(p, header.ReadLine, header.PutLine, e, edit)
 }
 
+// editHot changes the words of the new head's hot page with edit.
+func (p *patch) editHot(edit func(h *header.Hot)) {
+	editView(p, func(b []byte, _ int) header.Hot { return header.ReadHot(b) },
+		func(b []byte, _ int, h header.Hot) { header.PutHot(b, h) }, 0, edit)
+}
+
 // editSlot changes writer slot s of the new head, its records included,
 // with edit.
 func (p *patch) editSlot(s int, edit func(sl *header.Slot)) {
@@ -156,7 +162,7 @@ func (p *patch) finishRetirement(a *analysis) {
 		p.act("finished a retirement cut short: wrote the directory without the filters in entries %v (%d retired in all, generation %d)", gone, a.meta.Retired, a.meta.Generation)
 	}
 	if a.retiredBad && a.hotOK {
-		p.put(header.RetiredOffset, a.meta.Retired)
+		p.editHot(func(h *header.Hot) { h.Retired = a.meta.Retired })
 		p.act("set the hot retired word %d to the directory's %d", a.hotRetired, a.meta.Retired)
 	}
 }
@@ -173,20 +179,21 @@ func (p *patch) resetHot(a *analysis) (epoch uint64) {
 		epoch = 0
 	}
 	n := uint64(len(a.filters))
-	p.put(header.PublishedOffset, a.meta.Retired+n)
-	p.put(header.RetiredOffset, a.meta.Retired)
+	p.editHot(func(h *header.Hot) { h.Published, h.Retired = a.meta.Retired+n, a.meta.Retired })
 	if a.replacedBad {
-		p.put(header.ReplacedOffset, header.ReplaceNone)
+		p.editHot(func(h *header.Hot) { h.Replaced = header.ReplaceNone })
 		p.act("cleared the replaced word")
 	} else {
 		// A freeze (a rewrite's, this one's own for a Repair in place):
 		// the copy starts live, and the word alone is no reason for one.
-		le.PutUint64(p.head[header.ReplacedOffset:], header.ReplaceNone)
+		h := header.ReadHot(p.head)
+		h.Replaced = header.ReplaceNone
+		header.PutHot(p.head, h)
 	}
 	p.zero(header.HotReservedOffset, header.BootIDOffset)
-	if t := le.Uint64(p.head[header.TakingOffset:]); t != 0 {
+	if t := header.ReadHot(p.head).Taking; t != 0 {
 		// fixPageSums takes every page's checksum again.
-		p.put(header.TakingOffset, 0)
+		p.editHot(func(h *header.Hot) { h.Taking = 0 })
 		p.act("cleared the taking word (%#x) of a flush killed while it took page checksums: a process was killed, the pages' checksums are taken again", t)
 	}
 	p.zero(header.HotTailOffset, header.HotOffset+header.PageSize)
@@ -375,10 +382,11 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 	switch {
 	case len(left) == 0:
 		if a.phase != seqnum.Clean || a.disk != mem || !a.hotOK || len(rebuilt) > 0 || p.metaRewritten {
-			p.put(header.StateOffset, seqnum.Pack(next, seqnum.Clean))
-			p.put(header.DiskSeqOffset, mem)
-			p.put(header.FlushCountOffset, le.Uint64(p.head[header.FlushCountOffset:])+1)
-			p.put(header.CleanBootIDOffset, le.Uint64(a.boot[:8]))
+			p.editHot(func(h *header.Hot) {
+				h.State, h.DiskSeq = seqnum.Pack(next, seqnum.Clean), mem
+				h.FlushCount++
+				h.CleanBootID = le.Uint64(a.boot[:8])
+			})
 			if !a.hotOK {
 				copy(p.head[header.BootIDOffset:], a.boot[:])
 			}
@@ -387,15 +395,14 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 	case a.trusted:
 		// Repair on this boot could not make some filters exact: they alone
 		// stay marked dirty, with a boot identity no machine has.
-		p.put(header.StateOffset, seqnum.Pack(next, seqnum.Dirty))
-		p.put(header.DiskSeqOffset, 0)
+		p.editHot(func(h *header.Hot) { h.State, h.DiskSeq = seqnum.Pack(next, seqnum.Dirty), 0 })
 		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
 		for _, i := range left {
 			p.editLine(a.entry(i), func(l *header.Line) { l.Mark = next })
 		}
 		p.act("left filters %v marked dirty: they need Rebuild", left)
 	default:
-		p.put(header.DiskSeqOffset, 0)
+		p.editHot(func(h *header.Hot) { h.DiskSeq = 0 })
 		for _, i := range left {
 			p.editLine(a.entry(i), func(l *header.Line) { l.Mark = epoch })
 		}

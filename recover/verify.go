@@ -142,8 +142,8 @@ func unchanged(f *os.File, a *analysis, size int64) bool {
 		return true
 	}
 	var w [header.RetiredOffset + 8 - header.PublishedOffset]byte // from the published count to the retired word
-	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == a.word(header.PublishedOffset) &&
-		le.Uint64(w[header.RetiredOffset-header.PublishedOffset:]) == a.word(header.RetiredOffset)
+	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == header.ReadHot(a.head).Published &&
+		le.Uint64(w[header.RetiredOffset-header.PublishedOffset:]) == header.ReadHot(a.head).Retired
 }
 
 // openRegular opens path as mmapfile.OpenRegular does (without blocking,
