@@ -1,9 +1,6 @@
 package scaling
 
-import (
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // instrAdd and instrRemove are the calls whose inclusive instruction
 // counts bench/instructions.sh reads from callgrind: kept out of line so
@@ -31,24 +28,7 @@ func BenchmarkInstr(b *testing.B) {
 		exclusive bool
 	}{{"shared", false}, {"excl", true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "small.dbl")
-			// 1 GiB reserved: valgrind cannot map the default reservation.
-			f, err := Create(path, &Options{Capacity: 2 * n, ErrorRate: 0.01, Reserve: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if mode.exclusive {
-				f.Close()
-				if f, err = Open(path, &OpenOptions{Exclusive: true, Reserve: 1 << 30}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			defer f.Close()
-			for i := range n {
-				if err := f.Add(keys.key(i), uint64(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			f := cachedFilter(b, keys, n, mode.exclusive)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -169,23 +169,7 @@ func BenchmarkCachedAddRemove(b *testing.B) {
 		exclusive bool
 	}{{"shared", false}, {"excl", true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "small.dbl")
-			f, err := Create(path, &Options{Capacity: 2 * n, ErrorRate: 0.01, Reserve: 1 << 30})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if mode.exclusive {
-				f.Close()
-				if f, err = Open(path, &OpenOptions{Exclusive: true, Reserve: 1 << 30}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			defer f.Close()
-			for i := range n {
-				if err := f.Add(keys.key(i), uint64(i)); err != nil {
-					b.Fatal(err)
-				}
-			}
+			f := cachedFilter(b, keys, n, mode.exclusive)
 			var ct cpuTimer
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -202,4 +186,29 @@ func BenchmarkCachedAddRemove(b *testing.B) {
 			}
 		})
 	}
+}
+
+// cachedFilter is the file of BenchmarkCachedAddRemove and BenchmarkInstr:
+// capacity 2n, keys 0 to n-1 added with their index as id, opened shared
+// or exclusive, closed when b ends. It reserves 1 GiB: valgrind cannot map
+// the default reservation.
+func cachedFilter(b *testing.B, keys *benchKeys, n int, exclusive bool) *Filter {
+	path := filepath.Join(b.TempDir(), "small.dbl")
+	f, err := Create(path, &Options{Capacity: uint64(2 * n), ErrorRate: 0.01, Reserve: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if exclusive {
+		f.Close()
+		if f, err = Open(path, &OpenOptions{Exclusive: true, Reserve: 1 << 30}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() { f.Close() })
+	for i := range n {
+		if err := f.Add(keys.key(i), uint64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return f
 }
