@@ -5,11 +5,12 @@
 #
 #   bash bench/instructions.sh          # from the repository's top or bench/
 #
-# Ours: scaling's BenchmarkInstr (an Add and a Remove of one key on a cached
-# filter) at two lengths; the difference of the inclusive counts of
-# instrAdd and instrRemove, divided by the difference of the lengths, is
-# the cost of one operation with the setup and the benchmark framework
-# subtracted (the median of three runs of each length). The original: scaling_bloom_add and scaling_bloom_remove,
+# Ours: scaling's BenchmarkCachedAddRemove (an Add and a Remove of one
+# key on a cached filter) at two lengths; the difference of the inclusive
+# counts of its instrAdd and instrRemove, divided by the difference of
+# the lengths, is the cost of one operation with the setup and the
+# benchmark framework subtracted (the median of three runs of each
+# length). The original: scaling_bloom_add and scaling_bloom_remove,
 # inclusive, over 200,000 calls each in the harness the comparison tool
 # builds (bench/coriginal/harness.c), with its source from
 # ../shared/reference/dablooms-0.9.1-src. Needs valgrind and a C compiler.
@@ -30,7 +31,7 @@ for mode in shared excl; do
       # asyncpreemptoff: callgrind asserts on the signals of Go's
       # asynchronous preemption.
       (cd "$tmp" && GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="cg.$mode.$n.$r" ./s.test \
-        -test.run '^$' -test.bench "^BenchmarkInstr\$/^$mode\$" -test.benchtime ${n}x -test.cpu 1 >"cg.$mode.$n.$r.log" 2>&1) ||
+        -test.run '^$' -test.bench "^BenchmarkCachedAddRemove\$/^$mode\$" -test.benchtime ${n}x -test.cpu 1 >"cg.$mode.$n.$r.log" 2>&1) ||
         { tail -20 "$tmp/cg.$mode.$n.$r.log" >&2; exit 1; }
     done
   done

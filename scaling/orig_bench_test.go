@@ -157,7 +157,7 @@ func BenchmarkOrigFloor(b *testing.B) {
 // 64 GiB, so that it also runs under valgrind, whose instruction counts
 // (the difference of two runs of different lengths) do not move with the
 // machine's load as times do (docs/PERFORMANCE.md, "Instructions per
-// operation"; bench/instructions.sh counts BenchmarkInstr's).
+// operation"; bench/instructions.sh counts its instrAdd and instrRemove).
 //
 //	go test ./scaling -run '^$' -bench CachedAddRemove -benchtime 2000000x
 func BenchmarkCachedAddRemove(b *testing.B) {
@@ -177,10 +177,10 @@ func BenchmarkCachedAddRemove(b *testing.B) {
 			defer ct.stop(b)
 			for i := 0; i < b.N; i++ {
 				k := keys.key(i % n)
-				if err := f.Add(k, uint64(n+i)); err != nil {
+				if err := instrAdd(f, k, uint64(n+i)); err != nil {
 					b.Fatal(err)
 				}
-				if err := f.Remove(k, uint64(n+i)); err != nil {
+				if err := instrRemove(f, k, uint64(n+i)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -188,7 +188,7 @@ func BenchmarkCachedAddRemove(b *testing.B) {
 	}
 }
 
-// cachedFilter is the file of BenchmarkCachedAddRemove and BenchmarkInstr:
+// cachedFilter is BenchmarkCachedAddRemove's file:
 // capacity 2n, keys 0 to n-1 added with their index as id, opened shared
 // or exclusive, closed when b ends. It reserves 1 GiB: valgrind cannot map
 // the default reservation.
