@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/dablooms/dablooms/header"
-	"github.com/dablooms/dablooms/internal/exclhook"
 )
 
 // Filter is a counting Bloom filter over words it does not own. All methods
@@ -17,7 +16,6 @@ type Filter struct {
 	counters uint64
 	k        int
 	layout   Layout
-	excl     bool   // see setExclusive
 	ub       *Undo  // the undo block: see SetUndo
 	ubEntry  uint64 // its directory entry, as the armed block word names it
 	// pages is the filter's changed map (nil: none; see SetPageMap).
@@ -58,24 +56,6 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 		return nil, fmt.Errorf("%w: unknown layout %d", ErrSize, layout)
 	}
 	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil
-}
-
-// setExclusive tells the filter whether its caller is, for now, the only
-// writer of the words, in every process, and makes one change at a time:
-// AddProbe, RemoveProbe and the other updates then store each word's new
-// value (StoreOrdered) where they would compare and swap it. The record
-// protocol is the same. A store cannot lose another writer's update
-// only because there is none: a caller that breaks the promise loses
-// counts (the negative control of scaling's TestExclusiveHoldsOtherWriters).
-// Lookups from anywhere stay safe: each word is stored whole, and no
-// counter ever goes below what the keys added and not removed need (a
-// Remove decides before it stores: TestExclusiveRemoveStoresNothingWhenAbsent).
-// Set it while no update is in flight. Package scaling, whose exclusive
-// writer sets it, calls it through internal/exclhook: it is not API.
-func (f *Filter) setExclusive(on bool) { f.excl = on }
-
-func init() {
-	exclhook.SetExclusive = func(f any, on bool) { f.(*Filter).setExclusive(on) }
 }
 
 // K returns the number of counters per key.
@@ -312,12 +292,6 @@ func (f *Filter) revert(p uint64, dir int, rec *Record, j int) {
 // clears those positions in the record's Changed mask.
 func (f *Filter) cas(i, old, nw, changed uint64, rec *Record) bool {
 	rec.propose(i, nw, changed)
-	if f.excl {
-		// The caller read old and nobody else writes (setExclusive).
-		StoreOrdered(&f.words[i], nw)
-		f.touch(i)
-		return true
-	}
 	if atomic.CompareAndSwapUint64(&f.words[i], old, nw) {
 		f.touch(i)
 		return true

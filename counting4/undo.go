@@ -45,7 +45,7 @@ type Undo struct {
 
 // SetUndo gives the filter an exclusive writer's undo block (nil: none),
 // and the filter's directory entry, which the armed block word names
-// (header.UndoBlockOffset). With setExclusive(true), a blocked filter then
+// (header.UndoBlockOffset). With AddExcl and RemoveExcl, a blocked filter then
 // changes a key's block in one step (see above); other layouts keep the
 // per-position steps. Set it while no update is in flight.
 func (f *Filter) SetUndo(u *Undo, entry int) {
@@ -90,7 +90,7 @@ func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64
 				nv[wi] += 1 << sh
 			case v == 0:
 				// Every counter not saturated must hold one count per
-				// position of the key on it (see removeExcl).
+				// position of the key on it (see RemoveExcl).
 				return false
 			default:
 				nv[wi] -= 1 << sh

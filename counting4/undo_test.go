@@ -21,8 +21,6 @@ func TestUndoMatchesPerPosition(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := New(wb, lay, counters, 9)
-			a.setExclusive(true)
-			b.setExclusive(true)
 			var block uint64
 			var saved [16]uint64
 			b.SetUndo(&Undo{Block: &block, Saved: &saved}, 3)
@@ -48,10 +46,10 @@ func TestUndoMatchesPerPosition(t *testing.T) {
 				savedBefore := saved
 				var oka, okb bool
 				if remove {
-					oka, okb = a.RemoveProbe(pa, ra), b.RemoveProbe(pb, rb)
+					oka, okb = a.RemoveExcl(pa, ra), b.RemoveExcl(pb, rb)
 				} else {
-					a.AddProbe(pa, ra)
-					b.AddProbe(pb, rb)
+					a.AddExcl(pa, ra)
+					b.AddExcl(pb, rb)
 					oka, okb = true, true
 					added = append(added, h)
 				}

@@ -17,10 +17,6 @@ import (
 // counts depend on the key, took with their CASes over half of a profiled
 // Add and Remove (docs/PERFORMANCE.md, What each lever gained).
 func (f *Filter) AddProbe(p Probe, rec *Record) {
-	if f.excl {
-		f.addExcl(p, rec)
-		return
-	}
 	switch f.layout {
 	case Blocked512:
 		var c blockChange
@@ -43,9 +39,6 @@ func (f *Filter) AddProbe(p Probe, rec *Record) {
 // non-zero and reports whether it did, as RemoveAt does with the positions
 // of Positions(h) (see AddProbe).
 func (f *Filter) RemoveProbe(p Probe, rec *Record) bool {
-	if f.excl {
-		return f.removeExcl(p, rec)
-	}
 	switch f.layout {
 	case Blocked512:
 		var c blockChange
@@ -230,21 +223,31 @@ func (f *Filter) removeBlock(p Probe, c *blockChange, blk []uint64, rec *Record)
 	return true
 }
 
-// addExcl is AddProbe for a filter with one writer (setExclusive): a plain
-// read-modify-write per position, each a step of the record protocol of
-// its own (evidence, doubt, store, changed), in position order. Nothing
-// else changes the words, so no step can fail, and no position has to
-// wait for a snapshot of the whole block: the loads of one key's words,
-// and the next key's, start as early as the processor can issue them
-// (the snapshot and per-word grouping of AddProbe's compare-and-swaps
-// cost more than the swaps in a single writer: docs/PERFORMANCE.md,
-// "Tried, did not help", computeBlock).
+// AddExcl is AddProbe for a caller that is, for now, the only writer of
+// the filter's words, in every process, and makes one change at a time
+// (scaling's exclusive writer): it stores each word's new value
+// (StoreOrdered) where AddProbe compares and swaps it, with the same
+// record protocol. A store cannot lose another writer's update only
+// because there is none: a caller that breaks the promise loses counts
+// (the negative control of scaling's TestExclusiveHoldsOtherWriters).
+// Lookups from anywhere stay safe: each word is stored whole, and no
+// counter ever goes below what the keys added and not removed need.
+//
+// Without an undo block (SetUndo) it is a plain read-modify-write per
+// position, each a step of the record protocol of its own (evidence,
+// doubt, store, changed), in position order. Nothing else changes the
+// words, so no step can fail, and no position has to wait for a snapshot
+// of the whole block: the loads of one key's words, and the next key's,
+// start as early as the processor can issue them (the snapshot and
+// per-word grouping of AddProbe's compare-and-swaps cost more than the
+// swaps in a single writer: docs/PERFORMANCE.md, "Tried, did not help",
+// computeBlock).
 //
 // For the blocked layouts it walks the positions in the block as
 // containsBlock does, generic over the block size so that the chunk widths
 // are constants: with them as variables, as updateExcl has them, a bulk
 // key took 5 to 9 ns more (BenchmarkBlockAddFloor).
-func (f *Filter) addExcl(p Probe, rec *Record) {
+func (f *Filter) AddExcl(p Probe, rec *Record) {
 	switch f.layout {
 	case Blocked512:
 		if f.ub != nil {
@@ -265,7 +268,7 @@ func (f *Filter) addExcl(p Probe, rec *Record) {
 	}
 }
 
-// addExclBlock is addExcl for block blk, word first of the filter, and
+// addExclBlock is AddExcl for block blk, word first of the filter, and
 // position state s: the steps of updateExclAt with dir 1, in the same
 // position order (blockedPositions').
 func addExclBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](blk *B, first, s uint64, k int, rec *Record) {
@@ -296,8 +299,8 @@ func addExclBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint
 }
 
 // updateExcl adds dir (1, or ^0 for -1) to each of the key's counters
-// that is not saturated, a record step per position (addExcl); for a
-// Remove (dir ^0) only if every counter holds the key (removeExcl).
+// that is not saturated, a record step per position (AddExcl); for a
+// Remove (dir ^0) only if every counter holds the key (RemoveExcl).
 func (f *Filter) updateExcl(p Probe, dir uint64, rec *Record) bool {
 	if f.k <= smallK {
 		var pos [smallK]uint64 // not MaxK: zeroing 512 bytes per key costs more than the rest of the setup
@@ -330,7 +333,7 @@ func (f *Filter) updateExclAt(p Probe, pos []uint64, dir uint64, rec *Record) bo
 	return true
 }
 
-// smallK is the largest k whose positions addExcl and removeExcl keep in a
+// smallK is the largest k whose positions AddExcl and RemoveExcl keep in a
 // short array (Size picks k = 6 to 13 for error rates of 1 % to 0.01 %);
 // a larger k takes a MaxK array.
 const smallK = 16
@@ -346,15 +349,16 @@ func (f *Filter) probePositions(p Probe, pos []uint64) {
 	f.layout.Positions(p.h, f.counters, f.k, pos)
 }
 
-// removeExcl is RemoveProbe for a filter with one writer (see addExcl).
-// It decides before its first store, as removeBlock does: every counter
-// not saturated must hold at least one count per position of the key that
-// falls on it, or the key is absent and nothing is stored. (Decrementing
-// position by position and undoing at a zero would, for a false positive
-// whose positions share a counter holding 1, take that counter to zero
-// for a moment: a lookup of a present key could miss it meanwhile.)
-// Nothing else writes, so the check stays true while the stores follow.
-func (f *Filter) removeExcl(p Probe, rec *Record) bool {
+// RemoveExcl is RemoveProbe for a caller that is the only writer (see
+// AddExcl). It decides before its first store, as removeBlock does: every
+// counter not saturated must hold at least one count per position of the
+// key that falls on it, or the key is absent and nothing is stored.
+// (Decrementing position by position and undoing at a zero would, for a
+// false positive whose positions share a counter holding 1, take that
+// counter to zero for a moment: a lookup of a present key could miss it
+// meanwhile.) Nothing else writes, so the check stays true while the
+// stores follow.
+func (f *Filter) RemoveExcl(p Probe, rec *Record) bool {
 	switch {
 	case f.ub == nil:
 	case f.layout == Blocked512:

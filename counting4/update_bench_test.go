@@ -60,7 +60,6 @@ func BenchmarkUpdate(b *testing.B) {
 func BenchmarkBlockAddFloor(b *testing.B) {
 	const ahead = 16
 	f := newFilter(b, Blocked1024, 74<<20*2, 8)
-	f.setExclusive(true)
 	s := splitmix64(5)
 	ps := make([]Probe, 1<<20)
 	for i := range ps {
@@ -88,7 +87,7 @@ func BenchmarkBlockAddFloor(b *testing.B) {
 	b.Run("exclusive", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			f.PrefetchProbe(ps[(i+ahead)&(len(ps)-1)])
-			f.AddProbe(ps[i&(len(ps)-1)], rec)
+			f.AddExcl(ps[i&(len(ps)-1)], rec)
 			r.changed = 0
 		}
 	})

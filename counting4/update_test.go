@@ -20,7 +20,7 @@ func (r *recWords) rec() *Record {
 // the last compare-and-swap), for every layout and many k, on filters so
 // small that positions share words and counters, counters saturate and
 // removes meet zero counters. So do they on a filter with one writer
-// (setExclusive: stores, a record step per position), but for the
+// (AddExcl, RemoveExcl: stores, a record step per position), but for the
 // evidence, which names its last store.
 func TestProbeUpdateMatchesAt(t *testing.T) {
 	for _, l := range layouts {
@@ -30,7 +30,6 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 					a := newFilter(t, l, blocks*BlockCounters1024, k)
 					b := newFilter(t, l, blocks*BlockCounters1024, k)
 					c := newFilter(t, l, blocks*BlockCounters1024, k)
-					c.setExclusive(true)
 					s := splitmix64(uint64(k)*31 + blocks)
 					keys := make([]uint64, 24)
 					for i := range keys {
@@ -46,12 +45,12 @@ func TestProbeUpdateMatchesAt(t *testing.T) {
 						if add {
 							a.AddAt(pos[:k], ra.rec())
 							b.AddProbe(b.Prepare(h), rb.rec())
-							c.AddProbe(c.Prepare(h), rc.rec())
+							c.AddExcl(c.Prepare(h), rc.rec())
 							oka, okb, okc = true, true, true
 						} else {
 							oka = a.RemoveAt(pos[:k], ra.rec())
 							okb = b.RemoveProbe(b.Prepare(h), rb.rec())
-							okc = c.RemoveProbe(c.Prepare(h), rc.rec())
+							okc = c.RemoveExcl(c.Prepare(h), rc.rec())
 						}
 						if oka != okb || oka != okc {
 							t.Fatalf("op %d (add %v): At %v, Probe %v, exclusive %v", op, add, oka, okb, okc)
@@ -268,7 +267,6 @@ func TestProbeRemoveRollbackContended(t *testing.T) {
 func TestExclusiveRemoveStoresNothingWhenAbsent(t *testing.T) {
 	for _, l := range []Layout{Blocked512, Blocked1024} {
 		f := newFilter(t, l, 4*BlockCounters1024, 8)
-		f.setExclusive(true)
 		var h uint64
 		var pos [MaxK]uint64
 		found := false
@@ -288,7 +286,7 @@ func TestExclusiveRemoveStoresNothingWhenAbsent(t *testing.T) {
 		}
 		before := slices.Clone(f.Words())
 		var r recWords
-		if f.RemoveProbe(f.Prepare(h), r.rec()) {
+		if f.RemoveExcl(f.Prepare(h), r.rec()) {
 			t.Fatalf("%v: removed a key one of whose counters holds 1 for two positions", l)
 		}
 		if r.word != 0 || r.nv != 0 || r.changed != 0 || r.doubt != 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
-	"github.com/dablooms/dablooms/internal/exclhook"
 )
 
 // The exclusive writer (OpenOptions.Exclusive); its rules are I18 of
@@ -36,7 +35,7 @@ import (
 //   - Under wmu the counters are stored, not compared and swapped: in a
 //     file with the undo block (format 1.5, header/undo.go) a key's block
 //     at a time, saved in the undo block first (counting4.SetUndo), else
-//     one read-modify-write per position (counting4's setExclusive); a
+//     one read-modify-write per position (counting4's AddExcl); a
 //     Remove decides before its first store. The record is the handle's first,
 //     written with ordered stores (StoreOrdered), as is its op word (the handshakes
 //     of I2 it takes part in are with holders of wmu or of the locks this
@@ -157,11 +156,10 @@ type exclWriter struct {
 	sweepBuf []uint64
 }
 
-// adopt points m at the handle's own replaced word and makes its counter
-// updates stores (StoreOrdered) in place of compare-and-swaps.
+// adopt points m at the handle's own replaced word and gives its filter
+// the undo block (its counter updates are stores: addCounters).
 func (w *exclWriter) adopt(f *Filter, m *member) {
 	m.replaced = f.replaced
-	exclhook.SetExclusive(m.cf, true)
 	m.cf.SetUndo(w.undo, m.idx)
 }
 
@@ -247,6 +245,18 @@ func (w *exclWriter) sweepRoom(m *member, limit uint64) (uint64, bool) {
 		return 0, true
 	}
 	return limit - min(limit, m.itemCount()+atomic.LoadUint64(&m.line.Pending)), true
+}
+
+// addCounters and removeCounters store the counters' new values: nobody
+// else writes them (counting4's AddExcl, RemoveExcl).
+func (w *exclWriter) addCounters(m *member, pr counting4.Probe, r *record) {
+	rec := r.counters()
+	m.cf.AddExcl(pr, &rec)
+}
+
+func (w *exclWriter) removeCounters(m *member, pr counting4.Probe, r *record) bool {
+	rec := r.counters()
+	return m.cf.RemoveExcl(pr, &rec)
 }
 
 // sweepBuffer is the sort buffer of the handle's swept batches.

@@ -271,8 +271,7 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64, t *target) (retry, error
 		w.finish(r, false)
 		return why, err
 	}
-	rec := r.counters()
-	m.cf.AddProbe(pr, &rec)
+	w.addCounters(m, pr, r)
 	// Count, then release the admission (I7).
 	w.count(m, 1)
 	w.release(m, sh)
@@ -460,8 +459,7 @@ func (f *Filter) removeInRange(c *chain, h hashes, id uint64, t *target) error {
 // removeCounted takes the key of probe pr out of m's counters, if they all
 // hold it, and then one from m's item count.
 func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
-	rec := r.counters()
-	if !m.cf.RemoveProbe(pr, &rec) {
+	if !w.removeCounters(m, pr, r) {
 		return false
 	}
 	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)

@@ -1,5 +1,7 @@
 package scaling
 
+import "github.com/dablooms/dablooms/counting4"
+
 // The writer: what a modification does that differs between a shared
 // handle and the exclusive writer (exclusive.go). A handle's writer is
 // chosen once, when it is opened or created (sharedWriter; takeExclusive
@@ -14,7 +16,7 @@ package scaling
 //	record claim    a free record of the slot (slot.go)   record 0, ordered stores
 //	record finish   the record is free again              (record 0 stays the handle's)
 //	item count      atomic add to the handle's count      ordered store (counts.go)
-//	counter update  compare-and-swap (counting4)          store (counting4's setExclusive, set in adopt)
+//	counter update  compare-and-swap (AddProbe)           store (AddExcl, RemoveExcl)
 //	hold (stop.go)  nothing to take: guards and records   wmu (holdOps: Flush, RetireBefore, Close)
 //	flush lock      the file's flush lock (lockFlush)     wmu; it holds the file's from Open
 //	growth lock     the file's growth lock (lockGrowth)   mu only; it holds the file's from Open
@@ -35,6 +37,8 @@ type writer interface {
 	sweepBuffer() *[]uint64
 	release(m *member, s *quotaShard)
 	widen(m *member, id uint64) bool
+	addCounters(m *member, pr counting4.Probe, r *record)
+	removeCounters(m *member, pr counting4.Probe, r *record) bool
 	count(m *member, d int64)
 	uncount(m *member, changed bool)
 	claimRecord(f *Filter, h, op uint64, m *member) *record
@@ -56,6 +60,19 @@ func (sharedWriter) adopt(*Filter, *member) {}
 // sweepRoom is not ok: a shared handle's batch goes in order, since
 // another writer may fill or seal the filter while it runs (sweep.go).
 func (sharedWriter) sweepRoom(*member, uint64) (uint64, bool) { return 0, false }
+
+// addCounters and removeCounters change the counters of probe pr in m
+// with a compare-and-swap per word (other writers change them too), in
+// record r.
+func (sharedWriter) addCounters(m *member, pr counting4.Probe, r *record) {
+	rec := r.counters()
+	m.cf.AddProbe(pr, &rec)
+}
+
+func (sharedWriter) removeCounters(m *member, pr counting4.Probe, r *record) bool {
+	rec := r.counters()
+	return m.cf.RemoveProbe(pr, &rec)
+}
 
 // sweepBuffer is nil: a shared handle never sweeps.
 func (sharedWriter) sweepBuffer() *[]uint64 { return nil }
