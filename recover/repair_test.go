@@ -217,7 +217,7 @@ func TestVerifyReport(t *testing.T) {
 		t.Fatalf("Err: %v", r.Err())
 	}
 	for _, s := range []State{Clean, Unflushed, Interrupted, Dirty, Damaged, Corrupt} {
-		if strings.HasPrefix(s.String(), "state(") {
+		if strings.HasPrefix(s.String(), "condition(") {
 			t.Fatalf("state %d has no name", s)
 		}
 	}

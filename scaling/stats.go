@@ -11,7 +11,10 @@ import (
 	"github.com/dablooms/dablooms/seqnum"
 )
 
-// Condition says whether a file's contents can be trusted.
+// Condition says whether a file's contents can be trusted, from best to
+// worst. A handle's Condition is one of the first four; Damaged and
+// Corrupt need the whole file read, which only recover's Verify does (its
+// Report.State is a Condition).
 type Condition int
 
 const (
@@ -30,6 +33,14 @@ const (
 	// the changes, or Repair left filters it could not make exact. The
 	// filters marked dirty must be rebuilt (recover.Rebuild).
 	Dirty
+	// Damaged: a metadata copy, a checksum or another value is wrong, and
+	// recover.Repair can restore it without the application's data; or a
+	// filter's counters were overwritten in a sound structure (a run of
+	// saturated counters), and recover.Rebuild restores that filter from
+	// the application's data (it is in the Report's NeedsRebuild).
+	Damaged
+	// Corrupt: the file, or part of it, cannot be trusted.
+	Corrupt
 )
 
 func (c Condition) String() string {
@@ -42,6 +53,10 @@ func (c Condition) String() string {
 		return "interrupted"
 	case Dirty:
 		return "dirty"
+	case Damaged:
+		return "damaged"
+	case Corrupt:
+		return "corrupt"
 	}
 	return fmt.Sprintf("condition(%d)", int(c))
 }
