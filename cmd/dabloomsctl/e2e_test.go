@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -427,8 +428,11 @@ func (w *writer) wait() error {
 }
 
 // kill stops the writer (SIGSTOP) until it is caught in the wanted place,
-// "mid" an operation or "between" two, as the file's slot records show,
-// and then kills it with SIGKILL.
+// "mid" an operation or "between" two, as the file's slot records and
+// metadata copies show, and then kills it with SIGKILL. A growth runs
+// with no record in flight: stopped between the two metadata copies'
+// writes, the writer is inside it, not between two operations (a kill
+// there leaves the copies different, which verify reports as damage).
 func (w *writer) kill(t *testing.T, mode string) {
 	t.Helper()
 	pid := w.cmd.Process.Pid
@@ -440,8 +444,9 @@ func (w *writer) kill(t *testing.T, mode string) {
 		}
 		syscall.Kill(pid, syscall.SIGSTOP)
 		waitStopped(t, pid)
-		inFlight := slotsInFlight(t, w.path)
-		if (mode == "mid") == inFlight {
+		b := readHead(t, w.path)
+		inFlight := slotsInFlight(b)
+		if (mode == "mid" && inFlight) || (mode == "between" && !inFlight && metaSettled(b)) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			w.wait()
 			return
@@ -479,10 +484,9 @@ func waitStopped(t *testing.T, pid int) {
 	}
 }
 
-// slotsInFlight reports whether any writer slot of the file records an
-// operation in flight (as backup checks its copy; read here through the
+// readHead reads the file's first header.DataOffset bytes (through the
 // page cache, which the writer's mapping shares).
-func slotsInFlight(t *testing.T, path string) bool {
+func readHead(t *testing.T, path string) []byte {
 	t.Helper()
 	fh, err := os.Open(path)
 	if err != nil {
@@ -493,6 +497,25 @@ func slotsInFlight(t *testing.T, path string) bool {
 	if _, err := fh.ReadAt(b, 0); err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// metaSettled reports whether both metadata copies of head b decode to the
+// same directory (their generations aside): no metadata write is cut
+// halfway.
+func metaSettled(b []byte) bool {
+	ma, ea := header.Decode(b[header.MetaAOffset:], header.MetaAOffset, -1)
+	mb, eb := header.Decode(b[header.MetaBOffset:], header.MetaBOffset, -1)
+	if ea != nil || eb != nil {
+		return false
+	}
+	ma.Generation, mb.Generation = 0, 0
+	return reflect.DeepEqual(ma, mb)
+}
+
+// slotsInFlight reports whether any writer slot of head b records an
+// operation in flight (as backup checks its copy).
+func slotsInFlight(b []byte) bool {
 	for s := 0; s < header.NumSlots; s++ {
 		for r := 0; r < header.RecordsPerSlot; r++ {
 			op := b[header.RecordOffset(s, r)+header.RecOpOffset:]
