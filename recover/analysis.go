@@ -588,14 +588,40 @@ func unusedLine(l header.Line) bool {
 
 const chunkSize = 1 << 20
 
-func (a *analysis) readCounters(img image) error {
-	var longest int64
-	for _, d := range a.meta.Filters {
-		if d.Offset+d.Length <= a.size {
-			longest = max(longest, d.CounterBytes())
+// chunkReader reads ranges of an image chunkSize bytes at a time: a
+// bytesImage's bytes in place, another image's into one buffer it
+// reuses (chunk is only valid until the next call).
+type chunkReader struct {
+	img image
+	buf []byte
+}
+
+// each calls fn with every chunk of the n bytes at off and the chunk's
+// position in them, until fn returns false.
+func (r *chunkReader) each(off, n int64, fn func(pos int64, chunk []byte) bool) error {
+	for pos := int64(0); pos < n; pos += chunkSize {
+		c := min(chunkSize, n-pos)
+		var chunk []byte
+		if b, ok := r.img.(bytesImage); ok {
+			chunk = b[off+pos : off+pos+c] // (bounds checked by Decode)
+		} else {
+			if int64(len(r.buf)) < c {
+				r.buf = make([]byte, c)
+			}
+			chunk = r.buf[:c]
+			if err := readFull(r.img, chunk, off+pos); err != nil {
+				return err
+			}
+		}
+		if !fn(pos, chunk) {
+			return nil
 		}
 	}
-	var buf []byte
+	return nil
+}
+
+func (a *analysis) readCounters(img image) error {
+	r := &chunkReader{img: img}
 	for i := range a.filters {
 		fi := &a.filters[i]
 		d := fi.desc
@@ -610,22 +636,9 @@ func (a *analysis) readCounters(img image) error {
 		if r := d.Counters % 16; r != 0 {
 			lastMask = 1<<(4*r) - 1
 		}
-		for pos := int64(0); pos < d.CounterBytes(); pos += chunkSize {
-			n := min(chunkSize, d.CounterBytes()-pos)
-			var chunk []byte
-			if b, ok := img.(bytesImage); ok {
-				chunk = b[d.Offset+pos : d.Offset+pos+n] // bounds checked by Decode
-			} else {
-				if buf == nil {
-					buf = make([]byte, min(chunkSize, longest))
-				}
-				chunk = buf[:n]
-				if err := readFull(img, chunk, d.Offset+pos); err != nil {
-					return err
-				}
-			}
+		err := r.each(d.Offset, d.CounterBytes(), func(pos int64, chunk []byte) bool {
 			fi.satScan.chunk(chunk, pos/8, d.Offset+pos)
-			for j := int64(0); j < n; j += 8 {
+			for j := int64(0); j < int64(len(chunk)); j += 8 {
 				w := le.Uint64(chunk[j:])
 				wi := (pos + j) / 8
 				switch {
@@ -644,6 +657,10 @@ func (a *analysis) readCounters(img image) error {
 					}
 				}
 			}
+			return true
+		})
+		if err != nil {
+			return err
 		}
 		fi.satScan.finish()
 		if fi.tailOff >= 0 {

@@ -68,35 +68,27 @@ func (a *analysis) checkIndexState(img image) error {
 	if a.quick {
 		return nil
 	}
-	var buf []byte
+	r := &chunkReader{img: img}
 	for i := range a.filters {
 		fi := &a.filters[i]
 		d := &fi.desc
 		if !fi.lineOK || fi.cut || fi.line.Index != header.IndexNone || d.IndexBytes() == 0 {
 			continue
 		}
-		for pos := int64(0); pos < d.IndexBytes(); pos += chunkSize {
-			n := min(chunkSize, d.IndexBytes()-pos)
-			var chunk []byte
-			if b, ok := img.(bytesImage); ok {
-				chunk = b[d.IndexOffset()+pos : d.IndexOffset()+pos+n]
-			} else {
-				if buf == nil {
-					buf = make([]byte, chunkSize)
-				}
-				chunk = buf[:n]
-				if err := readFull(img, chunk, d.IndexOffset()+pos); err != nil {
-					return err
-				}
+		err := r.each(d.IndexOffset(), d.IndexBytes(), func(pos int64, chunk []byte) bool {
+			off := firstNonZeroWord(chunk)
+			if off < 0 {
+				return true
 			}
-			if off := firstNonZeroWord(chunk); off >= 0 {
-				at := d.IndexOffset() + pos + int64(off)
-				a.note(Damaged, a.entry(i), -1, a.lineWord(i, &fi.line.Index), "late-add index", header.ErrCorrupt,
-					"the late-add index state is %d (none), but entry %d holds %#x, and the state is made allocated before an entry is stored: the state word is damaged (a Rebuild would trust it and leave the filter's late Adds out); Repair sets it to %d",
-					header.IndexNone, (at-d.IndexOffset())/header.IndexEntrySize, le.Uint32(chunk[off:]), header.IndexAllocated)
-				fi.line.Index = header.IndexAllocated // as Repair writes it
-				break
-			}
+			at := d.IndexOffset() + pos + int64(off)
+			a.note(Damaged, a.entry(i), -1, a.lineWord(i, &fi.line.Index), "late-add index", header.ErrCorrupt,
+				"the late-add index state is %d (none), but entry %d holds %#x, and the state is made allocated before an entry is stored: the state word is damaged (a Rebuild would trust it and leave the filter's late Adds out); Repair sets it to %d",
+				header.IndexNone, (at-d.IndexOffset())/header.IndexEntrySize, le.Uint32(chunk[off:]), header.IndexAllocated)
+			fi.line.Index = header.IndexAllocated // as Repair writes it
+			return false
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

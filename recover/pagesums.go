@@ -61,7 +61,7 @@ type pageMiss struct {
 // and returns the pages that do not match and the filters checked.
 func (a *analysis) pageSumMisses(img image) (misses []pageMiss, checked []int, err error) {
 	clean := a.phase == seqnum.Clean
-	var buf []byte
+	r := &chunkReader{img: img}
 	for i := range a.filters {
 		fi := &a.filters[i]
 		d := &fi.desc
@@ -74,22 +74,8 @@ func (a *analysis) pageSumMisses(img image) (misses []pageMiss, checked []int, e
 		if err := readFull(img, check, l.MapOffset); err != nil {
 			return nil, nil, err
 		}
-		covered := l.Covered * header.PageSize
-		for pos := int64(0); pos < covered; pos += chunkSize {
-			n := min(chunkSize, covered-pos)
-			var chunk []byte
-			if b, ok := img.(bytesImage); ok {
-				chunk = b[d.Offset+pos : d.Offset+pos+n]
-			} else {
-				if buf == nil {
-					buf = make([]byte, chunkSize)
-				}
-				chunk = buf[:n]
-				if err := readFull(img, chunk, d.Offset+pos); err != nil {
-					return nil, nil, err
-				}
-			}
-			for j := int64(0); j < n; j += header.PageSize {
+		err := r.each(d.Offset, l.Covered*header.PageSize, func(pos int64, chunk []byte) bool {
+			for j := int64(0); j < int64(len(chunk)); j += header.PageSize {
 				p := (pos + j) / header.PageSize
 				if !clean && header.ChangedIn(check, p) {
 					continue // changed since its checksum was taken
@@ -98,6 +84,10 @@ func (a *analysis) pageSumMisses(img image) (misses []pageMiss, checked []int, e
 					misses = append(misses, pageMiss{i, p, d.Offset + pos + j, s, got})
 				}
 			}
+			return true
+		})
+		if err != nil {
+			return nil, nil, err
 		}
 	}
 	return misses, checked, nil
