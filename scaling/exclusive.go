@@ -126,7 +126,8 @@ func (f *Filter) becomeExclusive(shared *uint64, flags uint64) {
 	}
 }
 
-// isExclusive reports whether f is the exclusive writer (tests).
+// isExclusive reports whether f is the exclusive writer, whatever wraps
+// its writer (setWriter).
 func (f *Filter) isExclusive() bool {
 	w := f.w
 	if h, ok := w.(routeHookWriter); ok {

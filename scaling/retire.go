@@ -228,8 +228,7 @@ func (f *Filter) settleRetirement(ep uint64, size int64) (done bool, err error) 
 		return false, nil // (the negative control of TestFlushFinishesRetirement)
 	}
 	f.words.AbortFlush(ep)
-	_, excl := f.w.(*exclWriter) // holds the growth lock exclusively already
-	if f.file != nil && !excl {
+	if f.file != nil && !f.isExclusive() { // (the exclusive writer holds it exclusively already)
 		if f.file.Lock(header.GrowthLockOffset, true, 0) != nil {
 			return true, f.sync(0, size)
 		}
