@@ -1,3 +1,5 @@
+// Floor 4 (operations) of package scaling: batched lookups.
+
 package scaling
 
 import (

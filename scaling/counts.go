@@ -1,3 +1,6 @@
+// Floor 2 (a filter's parts) of package scaling: a filter's item counts, one
+// per writer slot.
+
 package scaling
 
 import (
@@ -85,4 +88,19 @@ func (w sharedWriter) uncount(m *member, changed bool) {
 		return
 	}
 	w.count(m, -1)
+}
+
+// decrementItems takes one from an item count, but never below zero. A
+// count of zero with the key's counters all non-zero means saturated
+// counters (15 is never decremented, so a key added more than 15 times
+// stays present after its Adds are all removed): that Remove succeeds and
+// changes nothing, where a negative count would make a file that Open and
+// Verify refuse.
+func decrementItems(items *uint64) {
+	for {
+		v := atomic.LoadUint64(items)
+		if int64(v) <= 0 || atomic.CompareAndSwapUint64(items, v, v-1) {
+			return
+		}
+	}
 }

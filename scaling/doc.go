@@ -105,3 +105,20 @@
 // What the API promises about files (the format versions it reads and
 // writes) is in docs/FORMAT.md.
 package scaling
+
+// The files, floor by floor. Each file's first line names its floor; a
+// file uses what its own floor and the floors below it define, so a reader
+// can start at floor 0 and meet nothing not yet read (types aside: a
+// struct names the types of the state it holds, whatever floor defines
+// them). internal/doccheck's TestScalingFloors checks it; its allowedUp
+// names the one use that runs up by design: a handle whose file was
+// replaced opens the replacement (successor.go calls Open).
+//
+//	0 words                   errors, options, testknobs, fence_*, prefetch_*
+//	1 the handle              filter (the Filter's state), meta (metadata
+//	                          copies, hot page, dirty-first)
+//	2 a filter's parts        chain, pagesums, writer, counts, slot, quota
+//	3 the file's coordination successor, stop, lateindex, grow, refresh
+//	4 operations              ops, exclusive, batch, sweep, modifybatch
+//	5 maintenance             retire, flush, replace, snapshot, stats
+//	6 making a handle         open, import, regionhook

@@ -1,3 +1,6 @@
+// Floor 4 (operations) of package scaling: the exclusive writer: one writer
+// for the file, and its strategy.
+
 package scaling
 
 import (

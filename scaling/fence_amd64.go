@@ -1,3 +1,5 @@
+// Floor 0 (words) of package scaling: the store fence on amd64.
+
 //go:build !purego
 
 package scaling

@@ -1,3 +1,5 @@
+// Floor 0 (words) of package scaling: the store fence on arm64.
+
 //go:build !purego
 
 package scaling

@@ -1,3 +1,6 @@
+// Floor 5 (maintenance) of package scaling: Flush: checksums, the sync and
+// disk_seqnum.
+
 package scaling
 
 import (
@@ -216,4 +219,45 @@ func (f *Filter) DiskSeqnum() uint64 {
 	}
 	defer g.n.Add(-1)
 	return f.words.DiskSeqnum()
+}
+
+// takeSums stores the checksums of every changed page of the published
+// chain's filters (Flush, under mu, before it syncs).
+func (f *Filter) takeSums() error {
+	c := f.chain.Load()
+	if c == nil {
+		return ErrClosed
+	}
+	if f.chainStale(c) {
+		m, _, err := f.readPublished()
+		if err != nil {
+			return err
+		}
+		if err := f.loadChain(m); err != nil {
+			return err
+		}
+		c = f.chain.Load()
+	}
+	if f.sumBuf == nil {
+		f.sumBuf = new([pageWords]uint64)
+	}
+	k := knob(f.tk)
+	t := &taker{buf: f.sumBuf, readFirst: k.PageSumsReadFirst, step: k.FlushStep}
+	if !k.FlushTakeUnrecorded {
+		t.taking = &header.HotAt(f.hot).Taking
+		if w := atomic.LoadUint64(t.taking); w != 0 {
+			c.remark(w)
+		}
+	}
+	for _, m := range c.f {
+		if !m.gone() {
+			// (A retired filter's blocks are being released: a store
+			// into them would allocate them again.)
+			m.ps.take(t, m.idx)
+		}
+	}
+	if t.taking != nil && atomic.LoadUint64(t.taking) != 0 {
+		atomic.StoreUint64(t.taking, 0)
+	}
+	return nil
 }

@@ -1,3 +1,6 @@
+// Floor 6 (making a handle) of package scaling: Import: a store from the
+// original's files.
+
 package scaling
 
 import (

@@ -1,3 +1,6 @@
+// Floor 3 (the file's coordination) of package scaling: the late-add index:
+// keys added below a sealed filter's range.
+
 package scaling
 
 import (

@@ -1,3 +1,5 @@
+// Floor 4 (operations) of package scaling: AddBatch and RemoveBatch.
+
 package scaling
 
 import (
@@ -172,6 +174,35 @@ func prefetchFor(c *chain, h hashes, id uint64, op uint64) {
 	for _, m := range c.f {
 		if id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
 			m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
+		}
+	}
+}
+
+// modifyBatchLive is modifyBatch on f.live(): when the file is replaced in
+// the middle of the batch, the batch goes on from the key it stopped at on
+// the file that replaced it.
+func (f *Filter) modifyBatchLive(keys [][]byte, ids []uint64, op uint64, done func(i int, err error) bool) error {
+	if len(ids) != len(keys) {
+		return fmt.Errorf("%w: %d ids for %d keys", ErrInvalidOption, len(ids), len(keys))
+	}
+	start := 0
+	for {
+		f = f.live()
+		d := done
+		if done != nil {
+			d = func(i int, err error) bool { return done(start+i, err) }
+		}
+		err := f.modifyBatch(keys[start:], ids[start:], op, d)
+		if be, ok := err.(*BatchError); ok { // (errors.As would allocate)
+			if f.again(be.Err) {
+				start += be.Index
+				continue
+			}
+			be.Index += start
+			return be
+		}
+		if !f.again(err) {
+			return err
 		}
 	}
 }

@@ -1,17 +1,17 @@
+// Floor 4 (operations) of package scaling: Contains, Add and Remove:
+// routing, the record, the counters.
+
 package scaling
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
-	"github.com/dablooms/dablooms/seqnum"
 )
 
 // HashKey is the native key hash of a file with the given seed
@@ -353,11 +353,6 @@ func (f *Filter) retryWith(c *chain, why retry) (*chain, error) {
 	return f.current()
 }
 
-// counters is the record as counting4 writes it.
-func (r *record) counters() counting4.Record {
-	return counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New}
-}
-
 func (f *Filter) remove(c *chain, h hashes, id uint64, t target) error {
 	// A late Add (see route) is in the filter whose index holds it, whatever
 	// the id ranges say; its entry is claimed before the counters change
@@ -559,21 +554,6 @@ func (f *Filter) writableChain() (*chain, error) {
 	return c, nil
 }
 
-// decrementItems takes one from an item count, but never below zero. A
-// count of zero with the key's counters all non-zero means saturated
-// counters (15 is never decremented, so a key added more than 15 times
-// stays present after its Adds are all removed): that Remove succeeds and
-// changes nothing, where a negative count would make a file that Open and
-// Verify refuse.
-func decrementItems(items *uint64) {
-	for {
-		v := atomic.LoadUint64(items)
-		if int64(v) <= 0 || atomic.CompareAndSwapUint64(items, v, v-1) {
-			return
-		}
-	}
-}
-
 // route picks the filter an Add with id goes to and admits the Add there
 // (see admit), or returns nil if the newest filter is full and the chain
 // must grow first. No two filters claim one id (I8, I9):
@@ -641,27 +621,6 @@ func routeLegacy(w writer, c *chain, id uint64) *member {
 	return n
 }
 
-// admit reserves room for one more item in m, holding at most limit (the
-// admission bound, I7): raise pending, then check items + pending. A
-// check that fails also counted Adds being turned away at the same
-// moment, so a filter within a few items of its limit can be called full
-// early: the chain grows a little early, which costs bytes, never accuracy
-// (grow checks again under its lock). A writer that dies between admit
-// and unadmit leaves pending too high until Repair zeroes it.
-func (sharedWriter) admit(m *member, limit uint64) bool {
-	if m.gone() {
-		return false
-	}
-	p := atomic.AddUint64(&m.line.Pending, 1)
-	if m.itemCount()+p <= limit {
-		return true
-	}
-	m.unadmit()
-	return false
-}
-
-func (m *member) unadmit() { atomic.AddUint64(&m.line.Pending, ^uint64(0)) }
-
 // widen extends the filter's id range to hold id, max id then min id,
 // before the counters change (I8). It fails if the range would have to
 // grow and the filter is sealed.
@@ -690,28 +649,4 @@ func (sharedWriter) widen(m *member, id uint64) bool {
 			return true
 		}
 	}
-}
-
-// writable reports whether the filter whose mark word is mark may be
-// changed now: marked dirty in the current epoch (I1).
-func (f *Filter) writable(mark *uint64) bool {
-	return seqnum.Writable(atomic.LoadUint64(f.words.State), atomic.LoadUint64(mark))
-}
-
-// ensureDirty applies the dirty-first rule (I1, docs/PROTOCOLS.md) before
-// a change to the filter whose mark word is mark.
-func (f *Filter) ensureDirty(mark *uint64) error {
-	if f.writable(mark) {
-		return nil
-	}
-	return f.words.MarkDirty(mark, f.recordBoot, func() error {
-		return f.sync(header.HotOffset, header.SlotsOffset-header.HotOffset)
-	})
-}
-
-func (f *Filter) recordBoot() {
-	h := header.HotAt(f.hot)
-	atomic.StoreUint64(&h.BootID[0], binary.LittleEndian.Uint64(f.bootID[:8]))
-	atomic.StoreUint64(&h.BootID[1], binary.LittleEndian.Uint64(f.bootID[8:]))
-	atomic.StoreUint64(&h.DirtySince, uint64(time.Now().UnixNano()))
 }

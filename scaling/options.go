@@ -1,3 +1,6 @@
+// Floor 0 (words) of package scaling: Options and OpenOptions, and their
+// defaults.
+
 package scaling
 
 import (
@@ -260,4 +263,22 @@ func describe(p *header.Params, i int, off int64, firstID uint64, follows, sums 
 // its counter words, rounded up to whole pages.
 func filterLength(n uint64) int64 {
 	return int64((n+15)/16*8+header.PageSize-1) / header.PageSize * header.PageSize
+}
+
+// The module's tests attach knobs to Options and OpenOptions through
+// internal/testknobs; a Filter copies them once, when it is made, into
+// its own fields (tk; chain.legacy), and its steps read those: no test
+// switch is a package variable. They are not part of the API.
+func init() {
+	testknobs.Register(func(opts any, k *testknobs.Knobs) bool {
+		switch o := opts.(type) {
+		case *Options:
+			o.knobs = k
+		case *OpenOptions:
+			o.knobs = k
+		default:
+			return false
+		}
+		return true
+	})
 }

@@ -1,3 +1,5 @@
+// Floor 0 (words) of package scaling: the counter prefetch elsewhere (none).
+
 //go:build !(amd64 || arm64) || purego
 
 package scaling

@@ -1,3 +1,6 @@
+// Floor 2 (a filter's parts) of package scaling: admission: the room a
+// filter has left, handed out in shards.
+
 package scaling
 
 import (
@@ -132,3 +135,24 @@ func (sharedWriter) release(m *member, s *quotaShard) {
 // releaseQuota gives back every reservation of the handle on m (Close,
 // and a filter that is no longer the newest).
 func (m *member) releaseQuota() { m.reclaim() }
+
+// admit reserves room for one more item in m, holding at most limit (the
+// admission bound, I7): raise pending, then check items + pending. A
+// check that fails also counted Adds being turned away at the same
+// moment, so a filter within a few items of its limit can be called full
+// early: the chain grows a little early, which costs bytes, never accuracy
+// (grow checks again under its lock). A writer that dies between admit
+// and unadmit leaves pending too high until Repair zeroes it.
+func (sharedWriter) admit(m *member, limit uint64) bool {
+	if m.gone() {
+		return false
+	}
+	p := atomic.AddUint64(&m.line.Pending, 1)
+	if m.itemCount()+p <= limit {
+		return true
+	}
+	m.unadmit()
+	return false
+}
+
+func (m *member) unadmit() { atomic.AddUint64(&m.line.Pending, ^uint64(0)) }

@@ -1,3 +1,6 @@
+// Floor 6 (making a handle) of package scaling: the region hook the module's
+// tests open stores through.
+
 package scaling
 
 import (

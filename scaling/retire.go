@@ -1,7 +1,9 @@
+// Floor 5 (maintenance) of package scaling: RetireBefore: dropping the
+// oldest filters.
+
 package scaling
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -155,45 +157,6 @@ func (f *Filter) retireFront(m *header.Meta, n int) error {
 		}
 	}
 	return nil
-}
-
-// routeAgain is how an Add whose filter was retired under it starts over:
-// it picks up the new chain. It leaves the filter's line alone (its
-// admission is not released: the entry may already hold a new filter, and
-// a pending count too high only makes a filter look fuller).
-func (f *Filter) routeAgain() (*chain, error) {
-	if err := f.goneErr(nil); err != nil {
-		return nil, err
-	}
-	if err := f.refresh(); err != nil {
-		return nil, err
-	}
-	return f.current()
-}
-
-// errRetired: the filter an operation chose was retired before it could
-// begin (allocIndex found it so under the growth lock).
-var errRetired = errors.New("dablooms: filter retired")
-
-// gone reports whether m has been retired since the caller's chain was
-// read (I13), or a rewrite freezes or has replaced the file (I14): the
-// gate, read after the record is published (I2). A member that is gone
-// must not touch its line any more: the entry may already hold a new
-// filter. After a rewrite goneErr waits for it and starts over. (The
-// negative control of TestRetireRacingAdd, testknobs.Knobs.SkipGoneCheck,
-// turns the gate off; it is read only when the gate would close.)
-func (m *member) gone() bool {
-	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !knob(m.tk).SkipGoneCheck
-}
-
-// goneErr is the error of an operation that backed out of a member that is
-// gone: ErrNotPresent for a Remove whose filter was retired, or the outcome
-// of waiting for a rewrite (errRetry: start over).
-func (f *Filter) goneErr(retired error) error {
-	if atomic.LoadUint64(f.replaced) != header.ReplaceNone {
-		return f.waitReplace()
-	}
-	return retired
 }
 
 // settleRetirement keeps a clean file free of a retirement cut short: a

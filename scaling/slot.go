@@ -1,3 +1,6 @@
+// Floor 2 (a filter's parts) of package scaling: the writer slot a handle
+// claims, and its records.
+
 package scaling
 
 import (
@@ -142,4 +145,14 @@ func (r *record) end(completed bool) {
 		counting4.StoreOrdered(&rec.IndexSlot, 0)
 		counting4.StoreOrdered(&rec.IndexFP, 0)
 	}
+}
+
+// slotLive reports whether a live handle holds slot s. In memory mode only
+// this handle exists.
+func (f *Filter) slotLive(s int) bool {
+	if f.file == nil {
+		return s == f.slot
+	}
+	held, err := f.file.Held(header.SlotOffset(s))
+	return err != nil || held
 }

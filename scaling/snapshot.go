@@ -1,3 +1,6 @@
+// Floor 5 (maintenance) of package scaling: a consistent copy of the
+// counters.
+
 package scaling
 
 import (

@@ -1,3 +1,5 @@
+// Floor 5 (maintenance) of package scaling: Condition, Stats and Params.
+
 package scaling
 
 import (
@@ -10,56 +12,6 @@ import (
 	"github.com/dablooms/dablooms/header"
 	"github.com/dablooms/dablooms/seqnum"
 )
-
-// Condition says whether a file's contents can be trusted, from best to
-// worst. A handle's Condition is one of the first four; Damaged and
-// Corrupt need the whole file read, which only recover's Verify does (its
-// Report.State is a Condition).
-type Condition int
-
-const (
-	// Clean: the file equals its last durable Flush.
-	Clean Condition = iota
-	// Unflushed: changed since the last Flush, but the machine has not
-	// restarted since the change began, so the page cache held every change
-	// and the contents are trustworthy (a process may have died between
-	// operations).
-	Unflushed
-	// Interrupted: a writer died in the middle of an operation; its slot
-	// records what it changed, and recover.Repair can roll it back.
-	Interrupted
-	// Dirty: changed since the last Flush and the machine restarted since
-	// (an OS crash may have lost pages), or no boot identity can vouch for
-	// the changes, or Repair left filters it could not make exact. The
-	// filters marked dirty must be rebuilt (recover.Rebuild).
-	Dirty
-	// Damaged: a metadata copy, a checksum or another value is wrong, and
-	// recover.Repair can restore it without the application's data; or a
-	// filter's counters were overwritten in a sound structure (a run of
-	// saturated counters), and recover.Rebuild restores that filter from
-	// the application's data (it is in the Report's NeedsRebuild).
-	Damaged
-	// Corrupt: the file, or part of it, cannot be trusted.
-	Corrupt
-)
-
-func (c Condition) String() string {
-	switch c {
-	case Clean:
-		return "clean"
-	case Unflushed:
-		return "unflushed"
-	case Interrupted:
-		return "interrupted"
-	case Dirty:
-		return "dirty"
-	case Damaged:
-		return "damaged"
-	case Corrupt:
-		return "corrupt"
-	}
-	return fmt.Sprintf("condition(%d)", int(c))
-}
 
 // Condition returns the file's condition as seen now (Dirty after Close:
 // a closed handle can no longer vouch for the file).
@@ -139,16 +91,6 @@ func (f *Filter) slotDeadInFlight(s int) int {
 		}
 	}
 	return 0
-}
-
-// slotLive reports whether a live handle holds slot s. In memory mode only
-// this handle exists.
-func (f *Filter) slotLive(s int) bool {
-	if f.file == nil {
-		return s == f.slot
-	}
-	held, err := f.file.Held(header.SlotOffset(s))
-	return err != nil || held
 }
 
 // FilterStats describes one filter of the chain.

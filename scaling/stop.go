@@ -1,6 +1,10 @@
+// Floor 3 (the file's coordination) of package scaling: the ways to stop
+// writers, and the growth lock.
+
 package scaling
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -25,7 +29,8 @@ import (
 //     whole-file rewrite (Freeze, until Done or Abort; replace.go) and the
 //     exclusive writer (takeExclusive, until Close; exclusive.go; I18),
 //     which alone reads its own replaced word (noReplace). A dead holder's
-//     word is thawed by the next holder of the growth lock (thaw).
+//     word is thawed by the next holder of the growth lock (thaw,
+//     successor.go).
 //   - Hold (writer.holdOps), I18: the exclusive writer's mutex wmu, which
 //     stops the handle's own goroutines while its Flush, RetireBefore or
 //     Close runs: their records are not published in order (exclWriter).
@@ -103,3 +108,57 @@ func (f *Filter) waitRecords(slots uint64) (dead uint64, err error) {
 		delay = min(2*delay, time.Millisecond)
 	}
 }
+
+// lockGrowth takes the file's growth lock (held by whoever changes the
+// directory or a filter's allocation) and the handle's mutex, and returns
+// the function that releases both.
+//
+// The lock belongs to the handle's descriptor, so growMu serialises this
+// handle's holders; both are taken before mu (I17).
+//
+// A whole-file rewrite holds the growth lock from Freeze to Done or Abort
+// (replace.go). So lockGrowth waits in steps, and returns errRetry (having
+// waited for the rewrite as waitReplace does) rather than the lock if the
+// file has been, or is being, replaced.
+func (f *Filter) lockGrowth() (unlock func(), err error) { return f.w.lockGrowth(f) }
+
+func (sharedWriter) lockGrowth(f *Filter) (unlock func(), err error) {
+	if f.file == nil {
+		f.mu.Lock()
+		return f.mu.Unlock, nil
+	}
+	unlock = func() {
+		f.mu.Unlock()
+		f.file.Unlock(header.GrowthLockOffset)
+		f.growMu.Unlock()
+	}
+	deadline := time.Now().Add(f.timeout)
+	for {
+		f.growMu.Lock()
+		err := f.file.Lock(header.GrowthLockOffset, true, min(max(time.Until(deadline), 0), growthLockStep))
+		if err == nil {
+			f.mu.Lock()
+			// Holding the lock, a ReplaceFreezing was left by a rewrite
+			// that died (thaw).
+			f.thaw()
+			if atomic.LoadUint64(f.replaced) == header.ReplaceNone {
+				return unlock, nil
+			}
+			unlock()
+			return nil, f.move()
+		}
+		f.growMu.Unlock()
+		switch {
+		case !errors.Is(err, ErrLockTimeout):
+			return nil, fmt.Errorf("growth lock: %w", err)
+		case atomic.LoadUint64(f.replaced) != header.ReplaceNone:
+			return nil, f.waitReplace()
+		case !time.Now().Before(deadline):
+			return nil, fmt.Errorf("growth lock held elsewhere for over %v (the last wait: %w)", f.timeout, err)
+		}
+	}
+}
+
+// growthLockStep is how long lockGrowth waits for the lock before it looks
+// at the replaced word again.
+const growthLockStep = 50 * time.Millisecond

@@ -1,3 +1,6 @@
+// Floor 4 (operations) of package scaling: batched modifications sorted by
+// block.
+
 package scaling
 
 import (

@@ -1,6 +1,12 @@
+// Floor 2 (a filter's parts) of package scaling: the writer strategy a
+// handle picks at Open, and the shared one.
+
 package scaling
 
-import "github.com/dablooms/dablooms/counting4"
+import (
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+)
 
 // The writer: what a modification does that differs between a shared
 // handle and the exclusive writer (exclusive.go). A handle's writer is
@@ -85,3 +91,28 @@ func (sharedWriter) holdOps(*Filter) func() { return func() {} }
 // closeWriter ends the writer at Close: nothing to give back on a shared
 // handle.
 func (sharedWriter) closeWriter(*Filter) {}
+
+// setWriter makes w the handle's writer (writer.go), wrapped in a
+// routeHookWriter if its knobs have a RouteHook: the hook is chosen here,
+// once, and no step of an operation tests for it.
+func (f *Filter) setWriter(w writer) {
+	if f.tk != nil && f.tk.RouteHook != nil {
+		w = routeHookWriter{writer: w, hook: f.tk.RouteHook}
+	}
+	f.w = w
+}
+
+// routeHookWriter is the writer of a handle whose knobs have a RouteHook
+// (testknobs.Knobs): its own writer, with the hook run once an Add is
+// routed to a filter, before its record is claimed.
+type routeHookWriter struct {
+	writer
+	hook func(seq uint64)
+}
+
+func (w routeHookWriter) claimRecord(f *Filter, h, op uint64, m *member) *record {
+	if op == header.OpAdd {
+		w.hook(m.seq)
+	}
+	return w.writer.claimRecord(f, h, op, m)
+}
