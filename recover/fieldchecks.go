@@ -14,7 +14,7 @@ import (
 // retiredAheadWhenClean notes a hot retired word r ahead of the
 // directory's count in a file marked clean. A retirement raises the word
 // only after it marked the file dirty, and a flush finishes a retirement
-// cut short before it marks the file clean (scaling's settleRetirement),
+// cut short before it marks the file clean (scaling's settleCutShort),
 // so no writer leaves it: it is damage, which readers would follow by
 // skipping every key of the filters it names. Repair sets it to the
 // directory's count (retiredBad): the filters stay, no key is lost.

@@ -63,7 +63,7 @@ func (f *Filter) flush() error {
 		step = func(string) {}
 	}
 	step("begun")
-	if done, err := f.settleRetirement(ep, size); done {
+	if done, err := f.settleCutShort(ep, size); done {
 		return err
 	}
 	return f.claimClean(ep, size, unlockGrowth, step)

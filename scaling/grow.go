@@ -144,8 +144,12 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	}
 	n := len(m.Filters)
 	if m.Retired+uint64(n) > seenEnd || why == growFinish {
-		// Someone else grew the chain first (or died growing it).
+		// Someone else grew the chain first (or died growing it, maybe
+		// between the two metadata copies).
 		if err := f.publish(m); err != nil {
+			return err
+		}
+		if err := f.finishMetaWrite(m); err != nil {
 			return err
 		}
 		return f.loadChain(m)

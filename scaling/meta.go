@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -132,6 +133,41 @@ func (f *Filter) initFilterLine(i int) {
 	atomic.StoreUint64(&l.MaxID, 0)
 	atomic.StoreUint64(&l.Index, header.IndexNone)
 	atomic.StoreUint64(&l.Writers, 0)
+}
+
+// metaCutShort reports whether a metadata write was cut short: one copy
+// does not decode, or both do and the older lists another directory than
+// the newer. writeMeta leaves both copies whole and alike but for their
+// generations, so anything else is a writer that died between them (or
+// while it encoded one). Readers go by the newer copy all the same
+// (header.Pick), but a file marked clean must not keep the older one:
+// Verify calls that damage. The caller holds the growth lock (shared is
+// enough: only its exclusive holders write a copy).
+func (f *Filter) metaCutShort() bool {
+	b, err := f.r.Bytes(0, 2*header.MetaSize)
+	if err != nil {
+		return false
+	}
+	size := f.r.Size()
+	a, errA := header.Decode(b[:header.MetaSize], header.MetaAOffset, size)
+	c, errB := header.Decode(b[header.MetaSize:], header.MetaBOffset, size)
+	if errA != nil || errB != nil {
+		return errA == nil || errB == nil // (both bad: nothing to copy from)
+	}
+	x, y := *a, *c
+	x.Generation, y.Generation = 0, 0
+	return !reflect.DeepEqual(x, y)
+}
+
+// finishMetaWrite writes m, the newer copy's directory, to both copies
+// again if a metadata write was cut short (metaCutShort). It changes
+// nothing a reader sees, so it needs no dirty mark; a kill in it leaves
+// the copies as they were. The caller holds the growth lock exclusively.
+func (f *Filter) finishMetaWrite(m *header.Meta) error {
+	if !f.metaCutShort() {
+		return nil
+	}
+	return f.writeMeta(m)
 }
 
 // writeMeta writes m to both copies, the older first, syncing each before the

@@ -248,9 +248,10 @@ func Open(path string, opts *OpenOptions) (*Filter, error) {
 // the holder may be an exclusive handle whose own goroutine is one of
 // those lookups (TestMoveDoesNotWaitForAHolder).
 func (f *Filter) finishCutShort(m *header.Meta, listed int) error {
-	if listed > len(m.Filters) {
-		// The directory lists a filter that is not published: a growth
-		// its process died in (or one in progress).
+	if listed > len(m.Filters) || f.metaCutShort() {
+		// The directory lists a filter that is not published, or the
+		// copies differ: a growth its process died in (or one in
+		// progress).
 		if err := f.ifGrowthLockFree(func() error { return f.grow(0, growFinish) }); err != nil {
 			return err
 		}

@@ -159,36 +159,44 @@ func (f *Filter) retireFront(m *header.Meta, n int) error {
 	return nil
 }
 
-// settleRetirement keeps a clean file free of a retirement cut short: a
-// file marked clean never holds a hot retired word ahead of its directory
-// (I13, docs/PROTOCOLS.md), so Verify and Open can call one damage. flush
-// calls it once BeginFlush froze the writers at epoch ep, holding the
-// growth lock shared, the flush lock and mu, before it takes the
-// checksums. No retirement is in progress then (one holds the growth lock
-// exclusively from its dirty mark to its directory write), so a word ahead
-// was left by one whose process died (or whose write failed) in between.
-// The flush ends its freeze, converts its growth lock to exclusive without
-// waiting (a flusher waiting for the flush lock holds it shared), finishes
-// the retirement as RetireBefore would, and freezes the writers again. If
-// it cannot, it does not mark the file clean: done, and the caller returns
-// err with the file synced (the next flush, RetireBefore or read-write
-// Open finishes the retirement).
-func (f *Filter) settleRetirement(ep uint64, size int64) (done bool, err error) {
+// settleCutShort keeps a clean file free of a retirement or a metadata
+// write cut short: a file marked clean never holds a hot retired word
+// ahead of its directory (I13, docs/PROTOCOLS.md), nor two metadata copies
+// that list different directories (metaCutShort), so Verify and Open can
+// call either damage. flush calls it once BeginFlush froze the writers at
+// epoch ep, holding the growth lock shared, the flush lock and mu, before
+// it takes the checksums. No retirement or growth is in progress then (one
+// holds the growth lock exclusively from its dirty mark to its directory
+// write), so a word ahead or copies that differ were left by one whose
+// process died (or whose write failed) in between. The flush ends its
+// freeze, converts its growth lock to exclusive without waiting (a flusher
+// waiting for the flush lock holds it shared), finishes the retirement as
+// RetireBefore would (or the growth as grow would), and freezes the
+// writers again. If it cannot, it does not mark the file clean: done, and
+// the caller returns err with the file synced (the next flush,
+// RetireBefore, growth or read-write Open finishes it).
+func (f *Filter) settleCutShort(ep uint64, size int64) (done bool, err error) {
 	c := f.chain.Load()
+	if c == nil {
+		return false, nil
+	}
 	r := atomic.LoadUint64(f.retired)
-	if c == nil || r <= c.dirRetired {
-		return false, nil // (the directory's count only grows)
+	retiring := r > c.dirRetired // (the directory's count only grows)
+	torn := f.metaCutShort()
+	if !retiring && !torn {
+		return false, nil
 	}
 	m, err := f.readMeta()
 	if err != nil {
 		f.words.AbortFlush(ep)
 		return true, err
 	}
-	if cutShort(r, m) == 0 {
-		return false, nil // the chain was read before the directory changed
-	}
-	if knob(f.tk).FlushSkipsRetirement {
-		return false, nil // (the negative control of TestFlushFinishesRetirement)
+	// (cutShort 0: the chain was read before the directory changed;
+	// FlushSkipsRetirement: the negative control of
+	// TestFlushFinishesRetirement.)
+	retiring = retiring && cutShort(r, m) != 0 && !knob(f.tk).FlushSkipsRetirement
+	if !retiring && !torn {
+		return false, nil
 	}
 	f.words.AbortFlush(ep)
 	if f.file != nil && !f.isExclusive() { // (the exclusive writer holds it exclusively already)
@@ -201,7 +209,12 @@ func (f *Filter) settleRetirement(ep uint64, size int64) (done bool, err error) 
 	if err := f.publish(m); err != nil {
 		return true, err
 	}
-	if err := f.retireFront(m, cutShort(r, m)); err != nil {
+	if retiring {
+		err = f.retireFront(m, cutShort(r, m)) // (writes both copies)
+	} else {
+		err = f.finishMetaWrite(m)
+	}
+	if err != nil {
 		return true, err
 	}
 	if again, _, ok := f.words.BeginFlush(); !ok || again != ep {
@@ -215,7 +228,7 @@ func (f *Filter) settleRetirement(ep uint64, size int64) (done bool, err error) 
 
 // retiredWhenClean is Open's check of the hot retired word in a file
 // marked clean (validateHot): ahead of the directory m it is damage, not a
-// retirement cut short (settleRetirement), and must not be made permanent
+// retirement cut short (settleCutShort), and must not be made permanent
 // or followed (readers would skip every key of the filters it names). A
 // file in use is read again: the word and the directory are believed only
 // if the state word did not move meanwhile (a retirement marks the file
