@@ -432,7 +432,9 @@ func (w *writer) wait() error {
 // metadata copies show, and then kills it with SIGKILL. A growth runs
 // with no record in flight: stopped between the two metadata copies'
 // writes, the writer is inside it, not between two operations (a kill
-// there leaves the copies different, which verify reports as damage).
+// there leaves the copies different, which verify reports as damage
+// until a read-write Open or a Flush finishes the write:
+// TestMetaWriteCutShort in scaling).
 func (w *writer) kill(t *testing.T, mode string) {
 	t.Helper()
 	pid := w.cmd.Process.Pid
