@@ -1,7 +1,9 @@
 // Package header defines the on-disk format of a dablooms file and nothing
 // else: byte offsets, field widths, identifiers, and the encoding, decoding
 // and validation of the metadata block. It knows nothing of files or
-// mappings; it works on byte slices and words that the caller owns.
+// mappings; it works on byte slices and words that the caller owns, and
+// reads or writes single words through an io.ReaderAt or io.WriterAt the
+// caller passes.
 //
 // Every file begins with two copies of a 4096-byte metadata block (page 0 and
 // page 1). Each copy carries a CRC-32C checksum and a generation number; the

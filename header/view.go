@@ -22,6 +22,9 @@ import (
 //     ReadSlot and the Put functions), little-endian whatever the machine,
 //     for tools that work on an image of the file: head holds the file's
 //     bytes from offset 0, at least up to the end of the region read.
+//   - one word at a time, by field, from and to a file the caller does
+//     not map (ReadHotWords, WriteHotWords, ReadLineWords, WriteSlotWords
+//     in words.go).
 //
 // 32-bit platforms: the atomic functions of sync/atomic need 64-bit words
 // aligned to 8 bytes, which the compiler guarantees on 386 and arm only for

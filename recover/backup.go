@@ -3,7 +3,6 @@ package recover
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -343,7 +342,8 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 		return nil, err
 	}
 	// The freeze's word is the original's business: the copy starts live.
-	if _, err := c.tmp.WriteAt(make([]byte, 8), header.ReplacedOffset); err != nil {
+	live := header.Hot{Replaced: header.ReplaceNone}
+	if err := header.WriteHotWords(c.tmp, &live, &live.Replaced); err != nil {
 		return nil, err
 	}
 	if err := flushCopy(c.tmp, fp.size, boot, c.path); err != nil {
@@ -352,11 +352,11 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	if fi, err := c.tmp.Stat(); err == nil {
 		rep.Bytes = fi.Size()
 	}
-	st, err := readWord(c.tmp, header.StateOffset)
-	if err != nil {
+	var h header.Hot
+	if err := header.ReadHotWords(c.tmp, &h, &h.State); err != nil {
 		return nil, err
 	}
-	rep.Epoch, _ = seqnum.Unpack(st)
+	rep.Epoch, _ = seqnum.Unpack(h.State)
 	return rep, nil
 }
 
@@ -395,9 +395,9 @@ func flushCopy(tmp *os.File, size int64, boot bootID, src string) error {
 func seal(tmp *os.File) error {
 	// The owners of the writer slots are running processes of the original
 	// (this one included); in the copy nobody owns them.
-	var zero [8]byte
+	var free header.Slot // owner 0
 	for s := 0; s < header.NumSlots; s++ {
-		if _, err := tmp.WriteAt(zero[:], header.SlotOffset(s)+header.SlotOwnerOffset); err != nil {
+		if err := header.WriteSlotWords(tmp, s, &free, &free.Owner); err != nil {
 			return err
 		}
 	}
@@ -498,28 +498,12 @@ func readFingerprint(f *os.File) (*fingerprint, error) {
 			return nil, err
 		}
 	}
-	if fp.state, err = readWord(f, header.StateOffset); err != nil {
+	var h header.Hot
+	if err := header.ReadHotWords(f, &h, &h.State, &h.Published, &h.Retired, &h.Replaced); err != nil {
 		return nil, err
 	}
-	if fp.published, err = readWord(f, header.PublishedOffset); err != nil {
-		return nil, err
-	}
-	if fp.retired, err = readWord(f, header.RetiredOffset); err != nil {
-		return nil, err
-	}
-	if fp.replaced, err = readWord(f, header.ReplacedOffset); err != nil {
-		return nil, err
-	}
+	fp.state, fp.published, fp.retired, fp.replaced = h.State, h.Published, h.Retired, h.Replaced
 	return fp, nil
-}
-
-// readWord reads the little-endian word at off.
-func readWord(r io.ReaderAt, off int64) (uint64, error) {
-	var w [8]byte
-	if _, err := r.ReadAt(w[:], off); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(w[:]), nil
 }
 
 // inFlight reports whether a writer slot of the file r records an operation

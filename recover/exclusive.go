@@ -103,10 +103,12 @@ type rewriteHold struct {
 // replaced word a freeze overwrote.
 func (h *rewriteHold) image() image {
 	img := &fileImage{f: h.f, size: h.size}
-	if h.fz == nil || h.size < header.ReplacedOffset+8 {
+	var hot header.Hot
+	off := header.HotWordOffset(&hot, &hot.Replaced)
+	if h.fz == nil || h.size < off+8 {
 		return img
 	}
-	return &wordImage{image: img, off: header.ReplacedOffset, word: h.word}
+	return &wordImage{image: img, off: off, word: h.word}
 }
 
 // wordImage is an image with the word at off read as word.
@@ -148,10 +150,15 @@ func wordBefore(path string) (*os.File, uint64) {
 	if err != nil {
 		return nil, header.ReplaceNone
 	}
-	if size < header.ReplacedOffset+8 {
+	var hot header.Hot
+	replaced := func() (uint64, error) {
+		err := header.ReadHotWords(f, &hot, &hot.Replaced)
+		return hot.Replaced, err
+	}
+	if size < header.HotWordOffset(&hot, &hot.Replaced)+8 {
 		return f, header.ReplaceNone
 	}
-	w, err := readWord(f, header.ReplacedOffset)
+	w, err := replaced()
 	switch {
 	case err != nil || w == header.ReplaceNone:
 		return f, header.ReplaceNone
@@ -161,7 +168,7 @@ func wordBefore(path string) (*os.File, uint64) {
 		}
 		// Read again with the lock seen free: a live holder that ended
 		// between the two reads left another word.
-		if w, err = readWord(f, header.ReplacedOffset); err != nil || w != header.ReplaceFreezing {
+		if w, err = replaced(); err != nil || w != header.ReplaceFreezing {
 			return f, header.ReplaceNone
 		}
 		return f, w

@@ -45,6 +45,17 @@ func (b bytesImage) WriteAt(p []byte, off int64) (int, error) {
 	return copy(b[off:], p), nil
 }
 
+// full is an image whose reads are readFull's: a short one fails, saying
+// where (for the word reads of header's views).
+type full struct{ image }
+
+func (r full) ReadAt(p []byte, off int64) (int, error) {
+	if err := readFull(r.image, p, off); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // readFull reads exactly len(p) bytes at off.
 func readFull(img image, p []byte, off int64) error {
 	n, err := img.ReadAt(p, off)

@@ -378,11 +378,11 @@ func (a *analysis) readCounts(img image) error {
 			// A live writer may have set its bit, then counted, since the
 			// head was read: the bit precedes the count, so the word read
 			// after the counts names every count they hold.
-			var w [8]byte
-			if err := readFull(img, w[:], a.lineWord(i, &fi.line.Writers)); err != nil {
+			var l header.Line
+			if err := header.ReadLineWords(full{img}, fi.desc.Slot, &l, &l.Writers); err != nil {
 				return err
 			}
-			fi.line.Writers |= le.Uint64(w[:])
+			fi.line.Writers |= l.Writers
 		}
 		sum := int64(fi.line.Items)
 		for s := range header.NumSlots {

@@ -97,16 +97,17 @@ func (a *analysis) pageSumMisses(img image) (misses []pageMiss, checked []int, e
 // and the checked filters' marks: a writer that began while the pages were
 // read marked the file or the filter dirty before its change.
 func (a *analysis) trustMoved(img image, checked []int) (bool, error) {
-	var w [8]byte
-	if err := readFull(img, w[:], header.StateOffset); err != nil {
+	var h header.Hot
+	if err := header.ReadHotWords(full{img}, &h, &h.State); err != nil {
 		return false, err
 	}
-	moved := le.Uint64(w[:]) != a.state
+	moved := h.State != a.state
 	for _, i := range checked {
-		if err := readFull(img, w[:], a.lineWord(i, &a.filters[i].line.Mark)); err != nil {
+		var l header.Line
+		if err := header.ReadLineWords(full{img}, a.entry(i), &l, &l.Mark); err != nil {
 			return false, err
 		}
-		moved = moved || le.Uint64(w[:]) != a.filters[i].line.Mark
+		moved = moved || l.Mark != a.filters[i].line.Mark
 	}
 	return moved, nil
 }

@@ -418,8 +418,9 @@ func keepBackup(f *os.File, path, backup string, size int64, frozen bool) error 
 			c.Chmod(st.Mode().Perm())
 		}
 		err = mmapfile.CopySparse(c, f, size) // (holes stay holes)
-		if err == nil && frozen && size >= header.ReplacedOffset+8 {
-			_, err = c.WriteAt(make([]byte, 8), header.ReplacedOffset)
+		live := header.Hot{Replaced: header.ReplaceNone}
+		if err == nil && frozen && size >= header.HotWordOffset(&live, &live.Replaced)+8 {
+			err = header.WriteHotWords(c, &live, &live.Replaced)
 		}
 		if err == nil {
 			err = c.Sync()

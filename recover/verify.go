@@ -138,12 +138,12 @@ func unchanged(f *os.File, a *analysis, size int64) bool {
 	if err := readFull(img, meta, 0); err != nil || !bytes.Equal(meta, a.head[:len(meta)]) {
 		return false
 	}
-	if size < header.RetiredOffset+8 {
+	var h header.Hot
+	if size < header.HotWordOffset(&h, &h.Retired)+8 {
 		return true
 	}
-	var w [header.RetiredOffset + 8 - header.PublishedOffset]byte // from the published count to the retired word
-	return readFull(img, w[:], header.PublishedOffset) == nil && le.Uint64(w[:]) == header.ReadHot(a.head).Published &&
-		le.Uint64(w[header.RetiredOffset-header.PublishedOffset:]) == header.ReadHot(a.head).Retired
+	seen := header.ReadHot(a.head) // what the analysis read
+	return header.ReadHotWords(full{img}, &h, &h.Published, &h.Retired) == nil && h.Published == seen.Published && h.Retired == seen.Retired
 }
 
 // openRegular opens path as mmapfile.OpenRegular does (without blocking,
