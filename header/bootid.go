@@ -1,5 +1,10 @@
 package header
 
+import (
+	"encoding/binary"
+	"unsafe"
+)
+
 // RebuildBootID is the boot identity Repair records with the dirty mark
 // when it leaves filters it could not make exact (they need Rebuild): no
 // machine has it, so the file reads dirty everywhere, and nobody may take
@@ -38,4 +43,29 @@ func hexv(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
+}
+
+// The boot identity's 16 bytes are the two words of Hot.BootID, which fill
+// the format's field (same: see view.go).
+func _() {
+	var same [1]struct{}
+	var h Hot
+	_ = same[unsafe.Sizeof(h.BootID)-unsafe.Sizeof(RebuildBootID)]
+	_ = same[unsafe.Sizeof(h.BootID)-(DirtySinceOffset-BootIDOffset)]
+}
+
+// BootIDWords returns the boot identity id as the two words of Hot.BootID:
+// its bytes 0-7 and 8-15, each little-endian. The first is also the word a
+// clean flush records as Hot.CleanBootID.
+func BootIDWords(id [16]byte) [2]uint64 {
+	return [2]uint64{binary.LittleEndian.Uint64(id[:8]), binary.LittleEndian.Uint64(id[8:])}
+}
+
+// BootIDFromWords returns the boot identity whose words (Hot.BootID) are w:
+// the inverse of BootIDWords.
+func BootIDFromWords(w [2]uint64) [16]byte {
+	var id [16]byte
+	binary.LittleEndian.PutUint64(id[:8], w[0])
+	binary.LittleEndian.PutUint64(id[8:], w[1])
+	return id
 }

@@ -364,7 +364,7 @@ func (a *analysis) readHot() {
 	a.epoch, a.phase = seqnum.Unpack(a.state)
 	a.disk = h.DiskSeq
 	a.published = h.Published
-	copy(a.stored[:], a.head[header.BootIDOffset:header.BootIDOffset+16])
+	a.stored = header.BootIDFromWords(h.BootID)
 	a.bootMatch = a.stored == a.boot
 	a.hotOK = true
 	base, n := a.meta.Retired, uint64(len(a.meta.Filters))

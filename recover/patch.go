@@ -385,18 +385,20 @@ func (p *patch) markState(a *analysis, epoch, mem uint64, rebuilt, left []int) {
 			p.editHot(func(h *header.Hot) {
 				h.State, h.DiskSeq = seqnum.Pack(next, seqnum.Clean), mem
 				h.FlushCount++
-				h.CleanBootID = le.Uint64(a.boot[:8])
+				h.CleanBootID = header.BootIDWords(a.boot)[0]
+				if !a.hotOK {
+					h.BootID = header.BootIDWords(a.boot)
+				}
 			})
-			if !a.hotOK {
-				copy(p.head[header.BootIDOffset:], a.boot[:])
-			}
 			p.act("marked the file clean: epoch %d, disk_seqnum = mem_seqnum = %d", next, mem)
 		}
 	case a.trusted:
 		// Repair on this boot could not make some filters exact: they alone
 		// stay marked dirty, with a boot identity no machine has.
-		p.editHot(func(h *header.Hot) { h.State, h.DiskSeq = seqnum.Pack(next, seqnum.Dirty), 0 })
-		copy(p.head[header.BootIDOffset:], rebuildBoot[:])
+		p.editHot(func(h *header.Hot) {
+			h.State, h.DiskSeq = seqnum.Pack(next, seqnum.Dirty), 0
+			h.BootID = header.BootIDWords(rebuildBoot)
+		})
 		for _, i := range left {
 			p.editLine(a.entry(i), func(l *header.Line) { l.Mark = next })
 		}
