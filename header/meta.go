@@ -182,6 +182,16 @@ func Encode(dst []byte, m *Meta) {
 	le.PutUint32(dst[offChecksum:], crc32.Checksum(dst[:offChecksum], castagnoli))
 }
 
+// EncodeBoth writes m as both metadata copies of head, a file's bytes from
+// offset 0 (at least 2×MetaSize of them), with Encode: for a tool that
+// writes a file's head afresh. (A writer of a live file writes one copy at
+// a time and makes it durable before it touches the other: see the
+// package documentation.)
+func EncodeBoth(head []byte, m *Meta) {
+	Encode(head[MetaAOffset:MetaAOffset+MetaSize], m)
+	Encode(head[MetaBOffset:MetaBOffset+MetaSize], m)
+}
+
 // Checksum returns the checksum stored in a copy and the one its bytes have.
 func Checksum(b []byte) (stored, actual uint32) {
 	return binary.LittleEndian.Uint32(b[offChecksum:]), crc32.Checksum(b[:offChecksum], castagnoli)

@@ -945,3 +945,35 @@ func TestMetaPlaceAndFreeSlot(t *testing.T) {
 		t.Fatalf("Place after a retirement = %d, want %d", got, DataOffset)
 	}
 }
+
+// TestEncodeBoth checks that both copies are Encode's of m, that Pick
+// reads m from them, and that nothing after them is touched.
+func TestEncodeBoth(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		m    *Meta
+	}{
+		{"valid", validMeta()},
+		{"many", manyMeta()},
+		{"ring", ringMeta()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			head := bytes.Repeat([]byte{0xa5}, DataOffset)
+			EncodeBoth(head, c.m)
+			want := encode(c.m)
+			if !bytes.Equal(head[MetaAOffset:MetaAOffset+MetaSize], want) || !bytes.Equal(head[MetaBOffset:MetaBOffset+MetaSize], want) {
+				t.Fatal("a copy differs from Encode's")
+			}
+			if !bytes.Equal(head[2*MetaSize:], bytes.Repeat([]byte{0xa5}, DataOffset-2*MetaSize)) {
+				t.Fatal("bytes after the copies changed")
+			}
+			p, err := Pick(head, c.m.End())
+			if err != nil {
+				t.Fatalf("Pick: %v", err)
+			}
+			if p.Bad != nil || !metaEqual(p.Meta, c.m) {
+				t.Fatalf("Pick read %+v (bad copy: %v), want %+v", p.Meta, p.Bad, c.m)
+			}
+		})
+	}
+}

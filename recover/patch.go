@@ -151,9 +151,7 @@ func (p *patch) fixMetaAndSize(a *analysis) {
 // of the copy (p.ranges), and records on them cleared by freeDeadSlots.
 func (p *patch) finishRetirement(a *analysis) {
 	if len(a.dropped) > 0 {
-		for c := range 2 {
-			header.Encode(p.head[c*header.MetaSize:(c+1)*header.MetaSize], a.meta)
-		}
+		header.EncodeBoth(p.head, a.meta)
 		p.metaRewritten = true
 		var gone []int
 		for _, d := range a.dropped {

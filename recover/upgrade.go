@@ -73,8 +73,7 @@ func (p *patch) upgrade(a *analysis, img image) error {
 		filters[d.Offset], sums[l.MapOffset] = b, check
 		off = l.End
 	}
-	header.Encode(p.head[header.MetaAOffset:header.MetaAOffset+header.MetaSize], &m)
-	header.Encode(p.head[header.MetaBOffset:header.MetaBOffset+header.MetaSize], &m)
+	header.EncodeBoth(p.head, &m)
 	old := a.size
 	p.filters, p.sums, p.words = filters, sums, map[int64]uint64{}
 	p.ranges = [][2]int64{{0, header.DataOffset}}
@@ -91,8 +90,7 @@ func (p *patch) upgradeUndo(a *analysis) {
 	m := *a.meta
 	m.Flags |= header.FlagUndoBlock
 	m.Generation = a.nextGeneration()
-	header.Encode(p.head[header.MetaAOffset:header.MetaAOffset+header.MetaSize], &m)
-	header.Encode(p.head[header.MetaBOffset:header.MetaBOffset+header.MetaSize], &m)
+	header.EncodeBoth(p.head, &m)
 	p.metaRewritten = true
 	p.act("upgraded the file to format %d.%d: it has the undo block", header.VersionMajor, header.VersionMinor)
 }
