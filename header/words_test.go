@@ -129,7 +129,7 @@ func TestSlotWords(t *testing.T) {
 func checkWrite(t *testing.T, head []byte, off int64, write func(f fileBytes, v uint64) error) {
 	t.Helper()
 	f := fileBytes(bytes.Clone(head))
-	const v = 0x1122334455667788
+	const v uint64 = 0x1122334455667788
 	if err := write(f, v); err != nil {
 		t.Fatal(err)
 	}
