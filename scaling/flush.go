@@ -4,7 +4,6 @@
 package scaling
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 
@@ -123,7 +122,7 @@ func (f *Filter) claimClean(ep uint64, size int64, unlockGrowth func(), step fun
 	step("ended")
 	h := header.HotAt(f.hot)
 	atomic.AddUint64(&h.FlushCount, 1)
-	atomic.StoreUint64(&h.CleanBootID, binary.LittleEndian.Uint64(f.bootID[:8]))
+	atomic.StoreUint64(&h.CleanBootID, header.BootIDWords(f.bootID)[0])
 	if err := f.sync(header.HotOffset, header.PageSize); err != nil {
 		// The clean state may not be durable: withdraw the claim.
 		if atomic.CompareAndSwapUint64(f.words.State, seqnum.Pack(ep+1, seqnum.Clean), seqnum.Pack(ep+1, seqnum.Dirty)) {

@@ -4,7 +4,6 @@
 package scaling
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -223,7 +222,8 @@ func (f *Filter) ensureDirty(mark *uint64) error {
 
 func (f *Filter) recordBoot() {
 	h := header.HotAt(f.hot)
-	atomic.StoreUint64(&h.BootID[0], binary.LittleEndian.Uint64(f.bootID[:8]))
-	atomic.StoreUint64(&h.BootID[1], binary.LittleEndian.Uint64(f.bootID[8:]))
+	w := header.BootIDWords(f.bootID)
+	atomic.StoreUint64(&h.BootID[0], w[0])
+	atomic.StoreUint64(&h.BootID[1], w[1])
 	atomic.StoreUint64(&h.DirtySince, uint64(time.Now().UnixNano()))
 }

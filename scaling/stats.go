@@ -3,7 +3,6 @@
 package scaling
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -33,11 +32,8 @@ func (f *Filter) condition() (Condition, string) {
 	}
 	// The boot identity is recorded before the phase leaves clean (see
 	// seqnum.MarkDirty), so a mark in progress never reads as another boot's.
-	var b [16]byte
 	h := header.HotAt(f.hot)
-	binary.LittleEndian.PutUint64(b[:8], atomic.LoadUint64(&h.BootID[0]))
-	binary.LittleEndian.PutUint64(b[8:], atomic.LoadUint64(&h.BootID[1]))
-	switch b {
+	switch header.BootIDFromWords([2]uint64{atomic.LoadUint64(&h.BootID[0]), atomic.LoadUint64(&h.BootID[1])}) {
 	case f.bootID:
 	case header.RebuildBootID:
 		return Dirty, "a Repair left filters it could not make exact (damaged pages, or a dead writer's change it could not decide): they need Rebuild"
