@@ -304,7 +304,7 @@ func (a *analysis) decodeMeta() bool {
 		if !sameMeta(a.metas[0], a.metas[1]) {
 			a.restore = other
 			a.note(Damaged, -1, -1, int64(other)*header.MetaSize, "metadata", header.ErrCorrupt,
-				"metadata copy %s (generation %d, %d filters) is older than copy %s (generation %d, %d filters): a metadata write was cut short; Repair rewrites copy %s",
+				"metadata copy %s (generation %d, %d filters) is older than copy %s (generation %d, %d filters): a metadata write was cut short; Repair rewrites copy %s (so do a read-write Open and a Flush)",
 				copyName[other], a.metas[other].Generation, len(a.metas[other].Filters),
 				copyName[a.which], a.metas[a.which].Generation, len(a.metas[a.which].Filters), copyName[other])
 		}
@@ -315,7 +315,7 @@ func (a *analysis) decodeMeta() bool {
 		}
 		a.which, a.restore = good, 1-good
 		f := findingOf(Damaged, a.metaErrs[1-good],
-			fmt.Sprintf("metadata copy %s is bad (the file opens from copy %s; Repair restores it): ", copyName[1-good], copyName[good]))
+			fmt.Sprintf("metadata copy %s is bad (the file opens from copy %s; Repair, a read-write Open or a Flush restores it): ", copyName[1-good], copyName[good]))
 		if errors.Is(f.Err, header.ErrNotDablooms) || errors.Is(f.Err, header.ErrVersion) {
 			// The other copy says what the file is: one bad copy is
 			// damage, not a foreign file or an unknown version.
