@@ -292,18 +292,11 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 		return nil, fmt.Errorf("holding the writers of %s: %w", c.path, err)
 	}
 	defer fz.Abort()
-	// A descriptor of its own for the copy: Abort closes the frozen file's,
-	// and a copy given up at the hold limit may still be reading.
-	in, err := os.Open(c.path)
+	in, err := openHeld(c.path, fz)
 	if err != nil {
 		return nil, err
 	}
 	defer in.Close()
-	if a, errA := in.Stat(); errA != nil {
-		return nil, errA
-	} else if b, errB := fz.File().Stat(); errB != nil || !os.SameFile(a, b) {
-		return nil, fmt.Errorf("%w: %s was replaced while its writers were being held", ErrNoQuietMoment, c.path)
-	}
 	fp, err := readFingerprint(in)
 	if err != nil {
 		return nil, err
@@ -358,6 +351,28 @@ func (c *copier) heldCopy(ctx context.Context, hold, lockWait time.Duration, boo
 	}
 	rep.Epoch, _ = seqnum.Unpack(h.State)
 	return rep, nil
+}
+
+// openHeld opens path, whose writers fz holds, for the copy: a descriptor
+// of its own, since Abort closes the frozen file's and a copy given up at
+// the hold limit may still be reading. It fails if path is no longer the
+// file fz froze.
+func openHeld(path string, fz *scaling.Frozen) (*os.File, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	a, errA := in.Stat()
+	b, errB := fz.File().Stat()
+	switch {
+	case errA != nil:
+		in.Close()
+		return nil, errA
+	case errB != nil || !os.SameFile(a, b):
+		in.Close()
+		return nil, fmt.Errorf("%w: %s was replaced while its writers were being held", ErrNoQuietMoment, path)
+	}
+	return in, nil
 }
 
 // flushCopy marks a copy of a held file clean, as a flush would, if it was
