@@ -19,13 +19,8 @@ import (
 // All methods are safe for concurrent use by goroutines; several processes
 // may open the same file (see the package documentation).
 type Filter struct {
-	r       mmapfile.Region
-	file    *mmapfile.File // nil in memory mode
-	ro      bool
-	params  header.Params
-	timeout time.Duration
-	bootID  [16]byte
-	tk      *testknobs.Knobs // the module's tests (testknobs.go); nil: none
+	mapping  // the file (or memory) the handle maps
+	settings // what it was opened with
 
 	hotWords // the shared words every operation reads
 
@@ -58,6 +53,22 @@ type Filter struct {
 	closing   // Close's state
 
 	limit lazyLimit // filterLimit
+}
+
+// mapping is what a Filter maps: its region, and the file behind it.
+type mapping struct {
+	r    mmapfile.Region
+	file *mmapfile.File // nil in memory mode
+	ro   bool
+}
+
+// settings are what a Filter was made with: the file's parameters, and
+// the options and identity of the handle.
+type settings struct {
+	params  header.Params
+	timeout time.Duration
+	bootID  [16]byte
+	tk      *testknobs.Knobs // the module's tests (testknobs.go); nil: none
 }
 
 // hotWords are the words of the hot page (and the state words) a Filter

@@ -149,7 +149,7 @@ func createWith(r mmapfile.Region, mf *mmapfile.File, p *header.Params, dir []he
 	if sums {
 		m.Flags |= header.FlagPageSums
 	}
-	f := &Filter{r: r, file: mf, params: *p, timeout: o.LockTimeout, slotState: slotState{slot: -1}, tk: knobsOf(o.knobs)}
+	f := &Filter{mapping: mapping{r: r, file: mf}, settings: settings{params: *p, timeout: o.LockTimeout, tk: knobsOf(o.knobs)}, slotState: slotState{slot: -1}}
 	f.setWriter(sharedWriter{})
 	f.setBootID(knob(o.knobs).BootID)
 	if err := f.mapHot(); err != nil {
@@ -291,7 +291,7 @@ func openRegion(r mmapfile.Region, opts *OpenOptions) (*Filter, error) {
 }
 
 func open(r mmapfile.Region, mf *mmapfile.File, o *OpenOptions) (*Filter, error) {
-	f := &Filter{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly, timeout: o.LockTimeout, slotState: slotState{slot: -1}, tk: knobsOf(o.knobs)}
+	f := &Filter{mapping: mapping{r: r, file: mf, ro: r.ReadOnly() || o.ReadOnly}, settings: settings{timeout: o.LockTimeout, tk: knobsOf(o.knobs)}, slotState: slotState{slot: -1}}
 	f.setWriter(sharedWriter{})
 	if f.timeout == 0 {
 		f.timeout = DefaultLockTimeout

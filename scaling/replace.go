@@ -75,7 +75,7 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{r: mf, file: mf, slotState: slotState{slot: -1}, timeout: wait, w: sharedWriter{}, succ: successor{path: path}}
+	f := &Filter{mapping: mapping{r: mf, file: mf}, settings: settings{timeout: wait}, slotState: slotState{slot: -1}, w: sharedWriter{}, succ: successor{path: path}}
 	defer func() {
 		if err != nil {
 			mf.Close()
