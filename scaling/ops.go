@@ -124,6 +124,11 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
+	if w, ok := f.w.(*exclWriter); ok {
+		if done, err := f.exclFast(w, key, id, op); done { // fastpath.go
+			return err
+		}
+	}
 	err := f.modifyOnce(key, id, op)
 	for f.again(err) { // the file was replaced (see Contains)
 		f = f.live()

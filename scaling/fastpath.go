@@ -1,0 +1,144 @@
+package scaling
+
+import (
+	"sync/atomic"
+
+	"github.com/dablooms/dablooms/counting4"
+	"github.com/dablooms/dablooms/header"
+)
+
+// The exclusive writer's straight-line Add and Remove: the common case
+// of ops.go's steps, written out in one function each, with ops.go's
+// general path as the fallback for everything else.
+//
+// The common case is an Add whose id is at or above the newest filter's
+// min id, or a Remove whose id one filter's range alone holds, in a chain
+// with no filter of the original's hash, no late-add index allocated, not
+// routed as 1.0 did (testknobs.Knobs.LegacyRouting), and no route hook
+// (testknobs.Knobs.RouteHook: the writer is then wrapped, and not an
+// *exclWriter); the chain still current under the hold, the filter not
+// gone, marked dirty in this epoch (an Add marks it; a Remove falls back),
+// with admission room counted in process memory, an id range that needs
+// no widening over a seal, and a blocked layout for a Remove (its counter
+// update decides before its first store). Everything else falls back
+// before it changes anything, or, once it has claimed the record, after
+// finishing it as not completed, which changes nothing either (I6).
+//
+// The steps are ops.go's, in its order and with its stores (claim, gate,
+// dirty, range, apply, count, finish): a kill at any instruction leaves
+// what the general path leaves there (I18). What it saves is the general
+// path's structure: the writer's methods behind an interface, the retry
+// loops, the target guessed and looked up again, the deferred unlock.
+// Nothing between the hold's Lock and Unlock panics but a fault on the
+// mapping, which kills the process (no SetPanicOnFault here), so the hold
+// is released without a defer.
+
+// exclFast runs the Add (op header.OpAdd) or Remove of key with id on f,
+// whose writer is w, if it is the common case; ok false means it changed
+// nothing and the caller runs the general path.
+func (f *Filter) exclFast(w *exclWriter, key []byte, id uint64, op uint64) (ok bool, err error) {
+	c := f.chain.Load()
+	if c == nil || c.hasMurmur || c.legacy || id > header.MaxID {
+		return false, nil
+	}
+	// Guess the filter and start its block's miss before the hold, as
+	// prefetchTarget does; everything is decided again under it.
+	i := len(c.f) - 1
+	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
+		i--
+	}
+	m := c.f[i]
+	kh := header.HashKey(f.params.Seed, key) + m.salt
+	pr := m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	w.wmu.Lock()
+	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
+		w.wmu.Unlock()
+		return false, nil
+	}
+	if op == header.OpAdd {
+		ok, err = f.exclFastAdd(w, c, m, kh, pr, id)
+	} else {
+		ok, err = f.exclFastRemove(w, c, m, kh, pr, id)
+	}
+	w.wmu.Unlock()
+	return ok, err
+}
+
+// exclFastAdd is exclFast's Add to m, under the hold.
+func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+	// route, admit: the newest filter, with room counted (exclWriter.admit).
+	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) ||
+		m.room == 0 || m.roomLimit != m.desc.Capacity {
+		return false, nil
+	}
+	// claim, gate (I2).
+	r := &f.rec[0]
+	rec := r.rec
+	counting4.StoreOrdered(&rec.Hash, kh)
+	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
+	if m.gone() {
+		r.end(false)
+		return false, nil
+	}
+	// dirty (I1).
+	if !f.writable(&m.line.Mark) {
+		if err := f.ensureDirty(&m.line.Mark); err != nil {
+			r.end(false)
+			return true, err
+		}
+	}
+	// range (I8): exclWriter.widen, which needs no widening over a seal here.
+	v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
+	if id > v&header.MaxID {
+		if v&header.Sealed != 0 {
+			r.end(false)
+			return false, nil
+		}
+		counting4.StoreOrdered(&m.line.MaxID, id)
+	}
+	if id < lo {
+		counting4.StoreOrdered(&m.line.MinID, id)
+	}
+	m.room--
+	// apply, count, finish.
+	rc := r.counters()
+	m.cf.AddExcl(pr, &rc)
+	w.count(m, 1)
+	r.end(true)
+	return true, nil
+}
+
+// exclFastRemove is exclFast's Remove from m, under the hold.
+func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+	// route: no late copy to look for (findLate), and m's range alone
+	// holds id (rangeTarget).
+	for _, x := range c.f {
+		if x.indexAllocated() {
+			return false, nil
+		}
+	}
+	if only, n := inRange(c, id); n != 1 || only != m || m.cf.Layout().BlockWords() == 0 {
+		return false, nil
+	}
+	// claim, gate (I2).
+	r := &f.rec[0]
+	rec := r.rec
+	counting4.StoreOrdered(&rec.Hash, kh)
+	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
+	if m.gone() || !f.writable(&m.line.Mark) {
+		// (Not marked dirty: removeInRange tests presence first.)
+		r.end(false)
+		return false, nil
+	}
+	// apply: RemoveExcl decides before its first store (I5).
+	rc := r.counters()
+	if !m.cf.RemoveExcl(pr, &rc) {
+		r.end(false)
+		return true, ErrNotPresent
+	}
+	// count, finish.
+	w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
+	r.end(true)
+	return true, nil
+}
