@@ -68,38 +68,14 @@ var unrecorded uint64
 // block, for the block blk, word first of the filter, of probe state s. It
 // reports false for a Remove whose key the counters do not hold, having
 // stored nothing. changed is the record's changed mask.
-func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](f *Filter, blk *B, first, s uint64, add bool, changed *uint64) bool {
-	w, per := uint(8), 8
-	if unsafe.Sizeof(*blk) == BlockCounters512/2 { // (see containsBlock)
-		w, per = 7, 9
-	}
+func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](f *Filter, blk *B, first, s uint64, add bool, changed *uint64) (ok bool) {
 	k := f.k
 	nv := *blk // the words as they are: nobody else writes them
 	var mask uint64
-	for j := 0; ; s = header.Fmix64(s ^ golden) {
-		x := s
-		for end := min(j+per, k); j < end; j++ {
-			c := x & (1<<w - 1)
-			x >>= w
-			wi, sh := c>>4&uint64(len(nv)-1), c&15*4 // (the mask: no bounds check)
-			v := nv[wi] >> sh & 15
-			switch {
-			case v == 15:
-				continue // saturated: stays
-			case add:
-				nv[wi] += 1 << sh
-			case v == 0:
-				// Every counter not saturated must hold one count per
-				// position of the key on it (see RemoveExcl).
-				return false
-			default:
-				nv[wi] -= 1 << sh
-			}
-			mask |= 1 << (j & 63)
-		}
-		if j >= k {
-			break
-		}
+	if add {
+		mask = addNibbles(&nv, s, k)
+	} else if mask, ok = removeNibbles(&nv, s, k); !ok {
+		return false
 	}
 	if mask != 0 {
 		applyUndo(f.ub.Saved, f.ub.Block, f.ubEntry|(first+1), &(*blk)[0], &nv[0], len(nv), changed, mask)
@@ -107,3 +83,79 @@ func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64
 	}
 	return true
 }
+
+// addNibbles adds one to each of the k counters of position state s in
+// the block's words nv that is not saturated, and returns the mask of the
+// positions it changed. An add and a remove each have a loop of their
+// own, apart from updateUndo's other live values (with them the loop
+// spilled and reloaded three words a position), with the position's bit
+// shifted along rather than made from j.
+func addNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](nv *B, s uint64, k int) (mask uint64) {
+	w, per := uint(8), 8
+	if unsafe.Sizeof(*nv) == BlockCounters512/2 { // (see containsBlock)
+		w, per = 7, 9
+	}
+	// b: nv indexed without a dictionary (wi < len(*nv)); the table's
+	// address and the nil check once, not per position.
+	ones, b := &nibbleOne, (*[BlockCounters1024 / 16]uint64)(unsafe.Pointer(nv))
+	bit := uint64(1)
+	for left := k; ; s = header.Fmix64(s ^ golden) {
+		x, n := s, min(left, per)
+		left -= n
+		for ; n > 0; n-- {
+			c := x & (1<<w - 1)
+			x >>= w
+			wi, one := c>>4&uint64(len(*nv)-1), ones[c&15] // (the masks: no bounds checks)
+			// A saturated counter (15) would carry out of its nibble and
+			// leave it 0: it stays.
+			if n := b[wi] + one; n&(15*one) != 0 {
+				b[wi] = n
+				mask |= bit
+			}
+			bit <<= 1
+		}
+		if left == 0 {
+			return mask
+		}
+	}
+}
+
+// removeNibbles takes one from each of the k counters of position state
+// s in nv that is not saturated, and returns the mask of the positions it
+// changed; or ok false if one is zero: every counter not saturated must
+// hold one count per position of the key on it (see RemoveExcl).
+func removeNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](nv *B, s uint64, k int) (mask uint64, ok bool) {
+	w, per := uint(8), 8
+	if unsafe.Sizeof(*nv) == BlockCounters512/2 {
+		w, per = 7, 9
+	}
+	ones, b := &nibbleOne, (*[BlockCounters1024 / 16]uint64)(unsafe.Pointer(nv))
+	bit := uint64(1)
+	for left := k; ; s = header.Fmix64(s ^ golden) {
+		x, n := s, min(left, per)
+		left -= n
+		for ; n > 0; n-- {
+			c := x & (1<<w - 1)
+			x >>= w
+			wi, one := c>>4&uint64(len(*nv)-1), ones[c&15]
+			switch o := b[wi]; o & (15 * one) {
+			case 15 * one: // saturated: stays
+			case 0:
+				return 0, false
+			default:
+				b[wi] = o - one
+				mask |= bit
+			}
+			bit <<= 1
+		}
+		if left == 0 {
+			return mask, true
+		}
+	}
+}
+
+// nibbleOne[i] is one in counter i of a word: a load in place of a shift
+// by a variable count, which on amd64 ties up CX and makes the loops of
+// updateUndo spill.
+var nibbleOne = [16]uint64{1, 1 << 4, 1 << 8, 1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 28,
+	1 << 32, 1 << 36, 1 << 40, 1 << 44, 1 << 48, 1 << 52, 1 << 56, 1 << 60}
