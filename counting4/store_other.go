@@ -13,3 +13,11 @@ func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uin
 	atomic.StoreUint64(b, bv)
 	atomic.StoreUint64(c, cv)
 }
+
+// storeRelease4 is four of StoreOrdered's stores, in order.
+func storeRelease4(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64, d *uint64, dv uint64) {
+	atomic.StoreUint64(a, av)
+	atomic.StoreUint64(b, bv)
+	atomic.StoreUint64(c, cv)
+	atomic.StoreUint64(d, dv)
+}

@@ -19,11 +19,19 @@ import (
 func (f *Filter) AddProbe(p Probe, rec *Record) {
 	switch f.layout {
 	case Blocked512:
+		if rec.full() {
+			casBlock(f, (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p, true, rec)
+			return
+		}
 		var c blockChange
 		blk := (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:])
 		computeBlock(&c, blk, p.s, f.k, true)
 		f.addBlock(p, &c, blk[:], rec)
 	case Blocked1024:
+		if rec.full() {
+			casBlock(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p, true, rec)
+			return
+		}
 		var c blockChange
 		blk := (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:])
 		computeBlock(&c, blk, p.s, f.k, true)
@@ -41,11 +49,17 @@ func (f *Filter) AddProbe(p Probe, rec *Record) {
 func (f *Filter) RemoveProbe(p Probe, rec *Record) bool {
 	switch f.layout {
 	case Blocked512:
+		if rec.full() {
+			return casBlock(f, (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p, false, rec)
+		}
 		var c blockChange
 		blk := (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:])
 		computeBlock(&c, blk, p.s, f.k, false)
 		return f.removeBlock(p, &c, blk[:], rec)
 	case Blocked1024:
+		if rec.full() {
+			return casBlock(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p, false, rec)
+		}
 		var c blockChange
 		blk := (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:])
 		computeBlock(&c, blk, p.s, f.k, false)
