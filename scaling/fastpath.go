@@ -7,8 +7,9 @@ import (
 	"github.com/dablooms/dablooms/header"
 )
 
-// The exclusive writer's straight-line Add and Remove: the common case
-// of ops.go's steps, written out in one function each, with ops.go's
+// The straight-line Add and Remove of each writer (exclFast for the
+// exclusive writer, sharedFast for a shared handle): the common case of
+// ops.go's steps, written out in one function each, with ops.go's
 // general path as the fallback for everything else.
 //
 // The common case is an Add whose id is at or above the newest filter's
@@ -140,5 +141,115 @@ func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, p
 	// count, finish.
 	w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
 	r.end(true)
+	return true, nil
+}
+
+// sharedFast is exclFast for a shared handle (its writer sharedWriter):
+// the same common case, with a shared handle's steps (a guard, the
+// chunked admission from a reservation the shard still holds, a record of
+// the slot, compare-and-swaps), each the sharedWriter method the general
+// path calls or its first test inlined; ok false means it changed nothing
+// and the caller runs the general path. An Add that finds its filter gone
+// at the gate leaves its admission unreleased, as addOnce does.
+func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err error) {
+	c := f.chain.Load()
+	if c == nil || f.ro || c.hasMurmur || c.legacy || id > header.MaxID {
+		return false, nil
+	}
+	i := len(c.f) - 1
+	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
+		i--
+	}
+	m := c.f[i]
+	h := header.HashKey(f.params.Seed, key)
+	kh := h + m.salt
+	pr := m.cf.Prepare(kh)
+	m.cf.PrefetchProbe(pr)
+	g := &f.guards[h&15] // (enter)
+	g.n.Add(1)
+	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
+		g.n.Add(-1)
+		return false, nil
+	}
+	if op == header.OpAdd {
+		ok, err = f.sharedFastAdd(c, m, h, kh, pr, id)
+	} else {
+		ok, err = f.sharedFastRemove(c, m, kh, pr, id)
+	}
+	g.n.Add(-1)
+	return ok, err
+}
+
+// sharedFastAdd is sharedFast's Add to m, in a guard.
+func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+	var w sharedWriter
+	// route, admit: the newest filter, from a reservation its shard holds
+	// (admitChunked's first case).
+	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) || m.gone() ||
+		quotaChunk(m.desc.Capacity) < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 {
+		return false, nil
+	}
+	s := &m.quota[h%quotaShards]
+	s.mu.Lock()
+	if s.left == 0 {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.left--
+	s.mu.Unlock()
+	// claim, gate (I2).
+	r := w.claimRecord(f, kh, header.OpAdd, m)
+	if m.gone() {
+		w.finish(r, false)
+		return false, nil
+	}
+	// dirty (I1).
+	if !f.writable(&m.line.Mark) {
+		if err := f.ensureDirty(&m.line.Mark); err != nil {
+			w.release(m, s)
+			w.finish(r, false)
+			return true, err
+		}
+	}
+	// range (I8).
+	if id > atomic.LoadUint64(&m.line.MaxID)&header.MaxID || id < atomic.LoadUint64(&m.line.MinID) {
+		if !w.widen(m, id) {
+			w.release(m, s)
+			w.finish(r, false)
+			return false, nil
+		}
+	}
+	// apply, count, then release the admission (I7), finish.
+	rc := r.counters()
+	m.cf.AddProbe(pr, &rc)
+	w.count(m, 1)
+	s.done.Add(1) // (release)
+	w.finish(r, true)
+	return true, nil
+}
+
+// sharedFastRemove is sharedFast's Remove from m, in a guard.
+func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+	var w sharedWriter
+	for _, x := range c.f {
+		if x.indexAllocated() {
+			return false, nil
+		}
+	}
+	if only, n := inRange(c, id); n != 1 || only != m || m.cf.Layout().BlockWords() == 0 {
+		return false, nil
+	}
+	r := w.claimRecord(f, kh, header.OpRemove, m)
+	if m.gone() || !f.writable(&m.line.Mark) {
+		w.finish(r, false)
+		return false, nil
+	}
+	rc := r.counters()
+	if !m.cf.RemoveProbe(pr, &rc) {
+		w.finish(r, false)
+		return true, ErrNotPresent
+	}
+	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)
+	w.finish(r, true)
 	return true, nil
 }

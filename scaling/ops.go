@@ -124,8 +124,13 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
-	if w, ok := f.w.(*exclWriter); ok {
-		if done, err := f.exclFast(w, key, id, op); done { // fastpath.go
+	switch w := f.w.(type) { // the common case (fastpath.go)
+	case *exclWriter:
+		if done, err := f.exclFast(w, key, id, op); done {
+			return err
+		}
+	case sharedWriter:
+		if done, err := f.sharedFast(key, id, op); done {
 			return err
 		}
 	}
