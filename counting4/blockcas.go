@@ -14,22 +14,25 @@ import (
 // its first position comes (computeBlock read all of them, and zeroed a
 // struct of 432 bytes, per key), walks the positions with a counter's
 // one from a table (no shift by a variable count per position), and per
-// changed word makes the record's steps in one call of assembly where it
-// can: the changed mask of the word before it and this word's evidence
-// and doubt (storeRelease4), then the compare-and-swap. The block's page
+// changed word makes the record's steps without a call of its own: the
+// changed mask of the word before it and this word's evidence and doubt,
+// then the compare-and-swap, all the words in one call of assembly on
+// amd64 (casWords) until a swap fails. The block's page
 // is marked once, after the last swap: a block lies in one page, and the
 // mark only has to follow each change (I3 of docs/PROTOCOLS.md: a flush
 // that read the page between two of the swaps finds it marked again). It
 // reports false for a Remove whose key the counters do not hold.
 func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](f *Filter, blk *B, p Probe, add bool, rec *Record) bool {
-	w, per := uint(8), 8
-	if unsafe.Sizeof(*blk) == BlockCounters512/2 { // (see containsBlock)
+	// (unsafe.Sizeof does not evaluate *blk, len(*blk) would: see
+	// containsBlock.)
+	w, per, nw := uint(8), 8, int(unsafe.Sizeof(*blk)/8)
+	if nw == BlockCounters512/16 {
 		w, per = 7, 9
 	}
 	const nwMax = BlockCounters1024 / 16
-	b := (*[nwMax]uint64)(unsafe.Pointer(blk)) // (wi < len(*blk))
-	var old, nv, chg [nwMax]uint64             // by word: as read, new, positions changed
-	var order [nwMax]uint8                     // the words, in the order of their first positions
+	b := unsafe.Slice((*uint64)(unsafe.Pointer(blk)), nw) // (indexed without the dictionary)
+	var st blockWords
+	old, nv, chg, order := &st.old, &st.nv, &st.chg, &st.order
 	var seen uint64
 	n := 0
 	ones := &nibbleOne
@@ -40,7 +43,7 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 		for ; m > 0; m-- {
 			c := x & (1<<w - 1)
 			x >>= w
-			wi, one := c>>4&uint64(len(*blk)-1), ones[c&15]
+			wi, one := c>>4&uint64(nw-1), ones[c&15]
 			if seen>>wi&1 == 0 {
 				seen |= 1 << wi
 				v := atomic.LoadUint64(&b[wi])
@@ -67,35 +70,26 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 		}
 	}
 	first := p.base >> 4
-	changed := atomic.LoadUint64(rec.Changed)
-	prev := changed // the changed mask as stored
-	var done uint64 // a remove: the positions of the words changed so far
-	for i := range n {
-		wi := uint64(order[i&(nwMax-1)])
-		m := chg[wi]
-		if m == 0 {
-			continue // every counter of the word is saturated
+	changed0 := atomic.LoadUint64(rec.Changed)
+	changed := changed0
+	for i := 0; ; i++ {
+		// The swaps, until one fails (casWords).
+		if i, changed = casWords(&b[0], &st, i, n, rec, first+1, changed); i >= n {
+			break
 		}
-		o, v := old[wi], nv[wi]
-		// The word before's changed mask, then this word's evidence and
-		// doubt (Record.set, then Record.propose).
-		storeRelease4(rec.Changed, changed, rec.Word, first+wi+1, rec.New, v, rec.Doubt, m)
-		prev = changed
-		for !atomic.CompareAndSwapUint64(&b[wi], o, v) {
-			// Another writer changed the word since it was read.
-			o = atomic.LoadUint64(&b[wi])
-			var zero bool
-			v, m, zero = wordGroup(len(*blk), p.s, f.k, wi, o, add)
+		// Another writer changed word wi since it was read: its changed
+		// mask, evidence and doubt are stored.
+		wi := uint64(order[i&(nwMax-1)])
+		for {
+			o := atomic.LoadUint64(&b[wi])
+			v, m, zero := wordGroup(nw, p.s, f.k, wi, o, add)
 			if !add && zero {
 				// Another remover got there first: restore what this one
 				// changed.
-				if changed != prev {
-					StoreOrdered(rec.Changed, changed)
-				}
 				f.touch(first)
 				var pos [MaxK]uint64
 				f.layout.Positions(p.h, f.counters, f.k, pos[:])
-				f.undo(pos[:f.k], -1, rec, done)
+				f.undo(pos[:f.k], -1, rec, changed&^changed0)
 				rec.doubt(0)
 				return false
 			}
@@ -105,18 +99,26 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 			StoreOrdered(rec.Word, first+wi+1)
 			StoreOrdered(rec.New, v)
 			StoreOrdered(rec.Doubt, m)
+			if atomic.CompareAndSwapUint64(&b[wi], o, v) {
+				changed |= m
+				break
+			}
 		}
-		changed |= m
-		done |= m
 		// (Positions left alone, saturated, need no undo: a counter at 15
 		// stays there.)
 	}
-	if changed != prev {
-		StoreOrdered(rec.Changed, changed)
-	}
+	StoreOrdered(rec.Changed, changed)
 	f.touch(first) // (a block lies in one page)
 	rec.doubt(0)
 	return true
+}
+
+// blockWords is casBlock's change to a block, by word: as read, new, the
+// positions changed; and the words in the order of their first
+// positions. casWords (blockcas_amd64.s) reads it at fixed offsets.
+type blockWords struct {
+	old, nv, chg [BlockCounters1024 / 16]uint64
+	order        [BlockCounters1024 / 16]uint8
 }
 
 // full reports whether r records a change in full (casBlock's case): the

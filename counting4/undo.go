@@ -91,13 +91,13 @@ func updateUndo[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64
 // spilled and reloaded three words a position), with the position's bit
 // shifted along rather than made from j.
 func addNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](nv *B, s uint64, k int) (mask uint64) {
-	w, per := uint(8), 8
-	if unsafe.Sizeof(*nv) == BlockCounters512/2 { // (see containsBlock)
+	w, per, nw := uint(8), 8, int(unsafe.Sizeof(*nv)/8) // (see containsBlock)
+	if nw == BlockCounters512/16 {
 		w, per = 7, 9
 	}
-	// b: nv indexed without a dictionary (wi < len(*nv)); the table's
+	// b: nv indexed without a dictionary (wi < nw); the table's
 	// address and the nil check once, not per position.
-	ones, b := &nibbleOne, (*[BlockCounters1024 / 16]uint64)(unsafe.Pointer(nv))
+	ones, b := &nibbleOne, unsafe.Slice((*uint64)(unsafe.Pointer(nv)), nw)
 	bit := uint64(1)
 	for left := k; ; s = header.Fmix64(s ^ golden) {
 		x, n := s, min(left, per)
@@ -105,7 +105,7 @@ func addNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64
 		for ; n > 0; n-- {
 			c := x & (1<<w - 1)
 			x >>= w
-			wi, one := c>>4&uint64(len(*nv)-1), ones[c&15] // (the masks: no bounds checks)
+			wi, one := c>>4&uint64(nw-1), ones[c&15] // (the masks: no bounds checks)
 			// A saturated counter (15) would carry out of its nibble and
 			// leave it 0: it stays.
 			if n := b[wi] + one; n&(15*one) != 0 {
@@ -125,11 +125,11 @@ func addNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64
 // changed; or ok false if one is zero: every counter not saturated must
 // hold one count per position of the key on it (see RemoveExcl).
 func removeNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](nv *B, s uint64, k int) (mask uint64, ok bool) {
-	w, per := uint(8), 8
-	if unsafe.Sizeof(*nv) == BlockCounters512/2 {
+	w, per, nw := uint(8), 8, int(unsafe.Sizeof(*nv)/8) // (see containsBlock)
+	if nw == BlockCounters512/16 {
 		w, per = 7, 9
 	}
-	ones, b := &nibbleOne, (*[BlockCounters1024 / 16]uint64)(unsafe.Pointer(nv))
+	ones, b := &nibbleOne, unsafe.Slice((*uint64)(unsafe.Pointer(nv)), nw)
 	bit := uint64(1)
 	for left := k; ; s = header.Fmix64(s ^ golden) {
 		x, n := s, min(left, per)
@@ -137,7 +137,7 @@ func removeNibbles[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uin
 		for ; n > 0; n-- {
 			c := x & (1<<w - 1)
 			x >>= w
-			wi, one := c>>4&uint64(len(*nv)-1), ones[c&15]
+			wi, one := c>>4&uint64(nw-1), ones[c&15]
 			switch o := b[wi]; o & (15 * one) {
 			case 15 * one: // saturated: stays
 			case 0:
