@@ -119,6 +119,7 @@ package scaling
 //	                          copies, hot page, dirty-first)
 //	2 a filter's parts        chain, pagesums, writer, counts, slot, quota
 //	3 the file's coordination successor, stop, lateindex, grow, refresh
-//	4 operations              ops, exclusive, batch, sweep, modifybatch
+//	4 operations              ops, fastpath, exclusive, batch, sweep,
+//	                          modifybatch
 //	5 maintenance             retire, flush, replace, snapshot, stats
 //	6 making a handle         open, import, regionhook

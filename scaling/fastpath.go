@@ -1,3 +1,6 @@
+// Floor 4 (operations) of package scaling: the straight-line Add and
+// Remove of the common case, one for each writer.
+
 package scaling
 
 import (
