@@ -177,7 +177,7 @@ func plainFinding(f recover.Finding) recover.Finding {
 
 // libraryWords are the names of the library's functions that its findings
 // and repair actions use for what a CLI user does with a command.
-var libraryWords = regexp.MustCompile(`\b(Rebuild|Repair|Verify|Compact|RetireBefore|Open|Flush)\b`)
+var libraryWords = regexp.MustCompile(`\b(Rebuild|Repair|Verify|Compact|RetireBefore|Open|Flush|Create)\b`)
 
 // cliWords rewrites a message of package recover in the CLI's words: "need
 // Rebuild" becomes "need 'repair --rebuild-from'", "Repair zeroes it"
