@@ -94,3 +94,68 @@ func TestOursFloorIsTheFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestOursFloorCASIsTheFloor checks that ours-original-floor-cas leaves
+// every word as ours-original-floor does: the same keys added to both
+// (twenty times each for some, so counters saturate), then half removed;
+// the counter words must be equal after each step. The negative control
+// changes one word of the CAS floor: the comparison must see it.
+func TestOursFloorCASIsTheFloor(t *testing.T) {
+	const n = 20_000
+	build := func(b buildConfig) *oursFloor {
+		s, err := newOursFloor(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.close() })
+		return s.(*oursFloor)
+	}
+	plain := build(buildConfig{n: n, dir: t.TempDir()})
+	cs, err := newOursFloorCAS(buildConfig{n: n, dir: t.TempDir(), rep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCAS := cs.(oursFloorCAS)
+	t.Cleanup(func() { withCAS.close() })
+	withCAS.seed = plain.seed // each file has its own seed
+	if len(plain.chain) != len(withCAS.chain) {
+		t.Fatalf("chains of %d and %d filters", len(plain.chain), len(withCAS.chain))
+	}
+	same := func(step string) bool {
+		for i := range plain.chain {
+			a, b := plain.chain[i].w, withCAS.chain[i].w
+			for j := range a {
+				if a[j] != b[j] {
+					t.Logf("%s: filter %d word %d: floor %#x, floor-cas %#x", step, i, j, a[j], b[j])
+					return false
+				}
+			}
+		}
+		return true
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "key-%012d", i) }
+	for i := range n {
+		reps := 1
+		if i%1000 == 0 {
+			reps = 20
+		}
+		for range reps {
+			plain.add(key(i), uint64(i))
+			withCAS.add(key(i), uint64(i))
+		}
+	}
+	if !same("after the adds") {
+		t.Fatal("the CAS floor's adds differ from the floor's")
+	}
+	for i := 0; i < n; i += 2 {
+		plain.remove(key(i), uint64(i))
+		withCAS.remove(key(i), uint64(i))
+	}
+	if !same("after the removes") {
+		t.Fatal("the CAS floor's removes differ from the floor's")
+	}
+	withCAS.chain[0].w[7] ^= 1
+	if same("negative control") {
+		t.Fatal("negative control: a changed word went unseen")
+	}
+}

@@ -109,6 +109,7 @@ func allSpecs() []spec {
 		oursOriginalSpec,
 		oursOriginalExclSpec,
 		oursFloorSpec,
+		oursFloorCASSpec,
 		oursBatchSpec,
 		oursExclBatchSpec,
 		bloomv3Spec,
