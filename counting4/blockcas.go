@@ -13,7 +13,8 @@ import (
 // instructions. It reads each word of the block the key touches once, when
 // its first position comes (computeBlock read all of them, and zeroed a
 // struct of 432 bytes, per key), walks the positions with a counter's
-// one from a table (no shift by a variable count per position), and per
+// one from a table (no shift by a variable count per position; a
+// Blocked1024 block on amd64 walks in assembly, casWalk1024), and per
 // changed word makes the record's steps without a call of its own: the
 // changed mask of the word before it and this word's evidence and doubt,
 // then the compare-and-swap, all the words in one call of assembly on
@@ -35,38 +36,45 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 	old, nv, chg, order := &st.old, &st.nv, &st.chg, &st.order
 	var seen uint64
 	n := 0
-	ones := &nibbleOne
-	bit, s := uint64(1), p.s
-	for left := f.k; ; s = header.Fmix64(s ^ golden) {
-		x, m := s, min(left, per)
-		left -= m
-		for ; m > 0; m-- {
-			c := x & (1<<w - 1)
-			x >>= w
-			wi, one := c>>4&uint64(nw-1), ones[c&15]
-			if seen>>wi&1 == 0 {
-				seen |= 1 << wi
-				v := atomic.LoadUint64(&b[wi])
-				old[wi], nv[wi] = v, v
-				order[n&(nwMax-1)] = uint8(wi)
-				n++
-			}
-			o := nv[wi]
-			switch {
-			case o&(15*one) == 15*one: // saturated: stays
-			case add:
-				nv[wi] = o + one
-				chg[wi] |= bit
-			case o&(15*one) == 0:
-				return false // a counter is zero: the key is not there
-			default:
-				nv[wi] = o - one
-				chg[wi] |= bit
-			}
-			bit <<= 1
+	if asmWalk && nw == BlockCounters1024/16 {
+		// The same walk in assembly (casWalk1024).
+		if n = casWalk1024(&b[0], &st, p.s, f.k, add); n < 0 {
+			return false // a counter is zero: the key is not there
 		}
-		if left == 0 {
-			break
+	} else {
+		ones := &nibbleOne
+		bit, s := uint64(1), p.s
+		for left := f.k; ; s = header.Fmix64(s ^ golden) {
+			x, m := s, min(left, per)
+			left -= m
+			for ; m > 0; m-- {
+				c := x & (1<<w - 1)
+				x >>= w
+				wi, one := c>>4&uint64(nw-1), ones[c&15]
+				if seen>>wi&1 == 0 {
+					seen |= 1 << wi
+					v := atomic.LoadUint64(&b[wi])
+					old[wi], nv[wi] = v, v
+					order[n&(nwMax-1)] = uint8(wi)
+					n++
+				}
+				o := nv[wi]
+				switch {
+				case o&(15*one) == 15*one: // saturated: stays
+				case add:
+					nv[wi] = o + one
+					chg[wi] |= bit
+				case o&(15*one) == 0:
+					return false // a counter is zero: the key is not there
+				default:
+					nv[wi] = o - one
+					chg[wi] |= bit
+				}
+				bit <<= 1
+			}
+			if left == 0 {
+				break
+			}
 		}
 	}
 	first := p.base >> 4

@@ -24,3 +24,11 @@ func casWords(b *uint64, st *blockWords, i, n int, rec *Record, first1, changed 
 	}
 	return n, changed
 }
+
+// asmWalk: casBlock's walk is its own Go loop here.
+const asmWalk = false
+
+// casWalk1024 is not called here (asmWalk is false).
+func casWalk1024(blk *uint64, st *blockWords, s uint64, k int, add bool) (n int) {
+	panic("counting4: casWalk1024 without assembly")
+}
