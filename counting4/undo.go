@@ -28,13 +28,21 @@ import (
 // says. So the record is exact at every instruction, as the per-position
 // steps make it, with one ordered step where they made four per position.
 //
+// An Add to a Blocked1024 block on amd64 (AddExcl) is all four steps in
+// one function of assembly, undoAdd1024: it has nothing to decide, so
+// it saves and arms first and adds one to each counter in place, with no
+// copy of the block to change and store back (a word two positions share
+// is stored twice, each time one up; an Add that changes nothing still
+// saves, arms and disarms).
+//
 // Step 2 to 4 are applyUndo: on amd64 and arm64 one function of assembly
 // (undo_*.s) of plain loads and stores, the two stores that arm and
 // disarm ordered after the ones before them (amd64 keeps stores in
 // program order; STLR on arm64), which the compiler can neither reorder
 // nor drop; elsewhere, and under the race detector, atomic stores. Other
-// processes' lookups see each counter word whole, old or new, and every
-// word holds at least the counts of the keys other than this one.
+// processes' lookups see each counter word whole, old or new (or between,
+// in undoAdd1024), and every word holds at least the counts of the keys
+// other than this one.
 
 // Undo is an exclusive writer's undo block: its block word
 // (header.UndoBlockOffset) and saved words (header.UndoSavedOffset).

@@ -10,7 +10,8 @@ import (
 // every Add and Remove with the same counters and the same changed mask as
 // one without (the per-position steps), leaves the undo block disarmed
 // with the block's words from before the change saved, and for a Remove
-// of a key it does not hold stores nothing at all.
+// of a key it does not hold stores nothing at all (an Add that changes
+// nothing may save the block's words as they are).
 func TestUndoMatchesPerPosition(t *testing.T) {
 	for _, lay := range []Layout{Blocked512, Blocked1024} {
 		t.Run(lay.String(), func(t *testing.T) {
@@ -66,7 +67,10 @@ func TestUndoMatchesPerPosition(t *testing.T) {
 					t.Fatalf("op %d: the undo block is still armed: %#x", i, block)
 				}
 				if !okb || cb == 0 {
-					if saved != savedBefore {
+					// An Add with every counter saturated may have saved
+					// the block (undoAdd1024 decides nothing before it
+					// arms): the words as they were, and disarmed.
+					if saved != savedBefore && (remove || !slices.Equal(saved[:nw], before)) {
 						t.Fatalf("op %d (remove %v, ok %v): a change of nothing wrote the undo block", i, remove, okb)
 					}
 					continue

@@ -272,6 +272,14 @@ func (f *Filter) AddExcl(p Probe, rec *Record) {
 		f.touch(p.base >> 4) // (a block lies in one page)
 	case Blocked1024:
 		if f.ub != nil {
+			if first := p.base >> 4; undoAddAsm {
+				// updateUndo's steps in one call, the counters changed
+				// in place (no copy of the block to change and store).
+				if undoAdd1024(f.ub.Saved, f.ub.Block, f.ubEntry|(first+1), &f.words[first], p.s, f.k, rec.changedWord()) != 0 {
+					f.touch(first) // (a block lies in one page)
+				}
+				return
+			}
 			updateUndo(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, true, rec.changedWord())
 			return
 		}

@@ -13,8 +13,9 @@ import (
 // undo block (counting4/undo.go) writes for op, until budget runs out, and
 // returns the number of stores made (less than budget: the operation
 // completed): the record's claim, the block's words saved, the undo block
-// armed, the block's new words, the changed mask, the undo block
-// disarmed, the item count, the record's finish. armFirst arms the undo
+// armed, the block's new words (an Add's in place, one store per counter
+// it changes, as counting4's undoAdd1024 makes them; a Remove's word by
+// word), the changed mask, the undo block disarmed, the item count, the record's finish. armFirst arms the undo
 // block before the words are saved (the negative control: a writer killed
 // in between leaves an armed block whose saved words are not the block's).
 func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budget int, armFirst bool) int {
@@ -66,9 +67,21 @@ func simUndoRun(img *simImage, d header.FilterDesc, seed uint64, op simOp, budge
 	if !armFirst && !step(func() { u.Block = armed }) {
 		return c.n
 	}
-	for i := range blk {
-		if !step(func() { blk[i] = nv[i] }) {
-			return c.n
+	if op.add {
+		for _, p := range pos {
+			wi, sh := p>>4-first, p&15*4
+			if blk[wi]>>sh&15 == 15 {
+				continue // saturated: stays
+			}
+			if !step(func() { blk[wi] += 1 << sh }) {
+				return c.n
+			}
+		}
+	} else {
+		for i := range blk {
+			if !step(func() { blk[i] = nv[i] }) {
+				return c.n
+			}
 		}
 	}
 	_ = step(func() { rec.Changed = mask }) && step(func() { u.Block = 0 }) && step(func() { *items += dir }) &&
