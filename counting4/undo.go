@@ -33,7 +33,8 @@ import (
 // it saves and arms first and adds one to each counter in place, with no
 // copy of the block to change and store back (a word two positions share
 // is stored twice, each time one up; an Add that changes nothing still
-// saves, arms and disarms).
+// saves, arms and disarms). A Remove from one is undoRemove1024: the
+// steps of updateUndo in one call, the copy in its frame.
 //
 // Step 2 to 4 are applyUndo: on amd64 and arm64 one function of assembly
 // (undo_*.s) of plain loads and stores, the two stores that arm and

@@ -154,3 +154,125 @@ done:
 	MOVQ	$0, (R8)
 	MOVQ	AX, mask+56(FP)
 	RET
+
+// func undoRemove1024(saved *[16]uint64, block *uint64, armed uint64, blk *uint64, s uint64, k int, changed *uint64) (mask uint64, ok bool)
+//
+// updateUndo's Remove from a Blocked1024 block, in one call: step 1 in a
+// copy of the block in the frame (each unsaturated counter one down; ok
+// false, nothing stored, if one is zero), then, if a position changed,
+// steps 2 to 4 as applyUndo (the block's words, still in X0–X7 from the
+// copy, saved; armed; the copy stored over the block; the changed mask;
+// disarmed). Registers in the walk as undoAdd1024's, with SI the copy.
+TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
+	MOVQ	blk+24(FP), DI
+	LEAQ	0(SP), SI
+	MOVOU	0(DI), X0
+	MOVOU	16(DI), X1
+	MOVOU	32(DI), X2
+	MOVOU	48(DI), X3
+	MOVOU	64(DI), X4
+	MOVOU	80(DI), X5
+	MOVOU	96(DI), X6
+	MOVOU	112(DI), X7
+	MOVOU	X0, 0(SI)
+	MOVOU	X1, 16(SI)
+	MOVOU	X2, 32(SI)
+	MOVOU	X3, 48(SI)
+	MOVOU	X4, 64(SI)
+	MOVOU	X5, 80(SI)
+	MOVOU	X6, 96(SI)
+	MOVOU	X7, 112(SI)
+	MOVQ	s+32(FP), R9
+	LEAQ	·nibbleOne(SB), BX
+	XORL	DX, DX
+	MOVL	$1, R10
+	XORL	AX, AX
+	CMPQ	DX, k+40(FP)
+	JGE	done
+loop:
+	MOVBLZX	R9, R11
+	SHRQ	$8, R9
+	MOVL	R11, CX
+	ANDL	$15, CX
+	MOVQ	(BX)(CX*8), R12
+	SHRL	$4, R11
+	LEAQ	(R12)(R12*2), CX
+	LEAQ	(CX)(CX*4), CX
+	MOVQ	(SI)(R11*8), R13
+	MOVQ	R13, R8
+	ANDQ	CX, R8
+	CMPQ	R8, CX
+	JEQ	next // saturated: stays
+	TESTQ	R8, R8
+	JEQ	absent
+	SUBQ	R12, R13
+	MOVQ	R13, (SI)(R11*8)
+	ORQ	R10, AX
+next:
+	ADDQ	R10, R10
+	INCQ	DX
+	CMPQ	DX, k+40(FP)
+	JGE	done
+	TESTQ	$7, DX
+	JNE	loop
+	MOVQ	s+32(FP), R9
+	MOVQ	$0x9E3779B97F4A7C15, CX
+	XORQ	CX, R9
+	MOVQ	R9, CX
+	SHRQ	$33, CX
+	XORQ	CX, R9
+	MOVQ	$0xff51afd7ed558ccd, CX
+	IMULQ	CX, R9
+	MOVQ	R9, CX
+	SHRQ	$33, CX
+	XORQ	CX, R9
+	MOVQ	$0xc4ceb9fe1a85ec53, CX
+	IMULQ	CX, R9
+	MOVQ	R9, CX
+	SHRQ	$33, CX
+	XORQ	CX, R9
+	MOVQ	R9, s+32(FP)
+	JMP	loop
+done:
+	TESTQ	AX, AX
+	JEQ	unchanged // every counter saturated: nothing to store
+	MOVQ	saved+0(FP), DI
+	MOVOU	X0, 0(DI)
+	MOVOU	X1, 16(DI)
+	MOVOU	X2, 32(DI)
+	MOVOU	X3, 48(DI)
+	MOVOU	X4, 64(DI)
+	MOVOU	X5, 80(DI)
+	MOVOU	X6, 96(DI)
+	MOVOU	X7, 112(DI)
+	MOVQ	block+8(FP), R8
+	MOVQ	armed+16(FP), CX
+	MOVQ	CX, (R8)
+	MOVQ	blk+24(FP), DI
+	MOVOU	0(SI), X0
+	MOVOU	16(SI), X1
+	MOVOU	32(SI), X2
+	MOVOU	48(SI), X3
+	MOVOU	64(SI), X4
+	MOVOU	80(SI), X5
+	MOVOU	96(SI), X6
+	MOVOU	112(SI), X7
+	MOVOU	X0, 0(DI)
+	MOVOU	X1, 16(DI)
+	MOVOU	X2, 32(DI)
+	MOVOU	X3, 48(DI)
+	MOVOU	X4, 64(DI)
+	MOVOU	X5, 80(DI)
+	MOVOU	X6, 96(DI)
+	MOVOU	X7, 112(DI)
+	MOVQ	changed+48(FP), R9
+	MOVQ	AX, (R9)
+	MOVQ	$0, (R8)
+unchanged:
+	MOVQ	AX, mask+56(FP)
+	MOVB	$1, ok+64(FP)
+	RET
+absent:
+	MOVQ	$0, mask+56(FP)
+	MOVB	$0, ok+64(FP)
+	RET

@@ -272,7 +272,7 @@ func (f *Filter) AddExcl(p Probe, rec *Record) {
 		f.touch(p.base >> 4) // (a block lies in one page)
 	case Blocked1024:
 		if f.ub != nil {
-			if first := p.base >> 4; undoAddAsm {
+			if first := p.base >> 4; undo1024Asm {
 				// updateUndo's steps in one call, the counters changed
 				// in place (no copy of the block to change and store).
 				if undoAdd1024(f.ub.Saved, f.ub.Block, f.ubEntry|(first+1), &f.words[first], p.s, f.k, rec.changedWord()) != 0 {
@@ -386,6 +386,13 @@ func (f *Filter) RemoveExcl(p Probe, rec *Record) bool {
 	case f.layout == Blocked512:
 		return updateUndo(f, (*[BlockCounters512 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, false, rec.changedWord())
 	case f.layout == Blocked1024:
+		if first := p.base >> 4; undo1024Asm {
+			mask, ok := undoRemove1024(f.ub.Saved, f.ub.Block, f.ubEntry|(first+1), &f.words[first], p.s, f.k, rec.changedWord())
+			if mask != 0 {
+				f.touch(first) // (a block lies in one page)
+			}
+			return ok
+		}
 		return updateUndo(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p.base>>4, p.s, false, rec.changedWord())
 	}
 	return f.updateExcl(p, ^uint64(0), rec)
