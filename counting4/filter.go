@@ -20,6 +20,11 @@ type Filter struct {
 	ubEntry  uint64 // its directory entry, as the armed block word names it
 	// pages is the filter's changed map (nil: none; see SetPageMap).
 	pages header.PageMap
+	// blocks and bw: a blocked layout's number of blocks (counters>>bw)
+	// and its position width (Layout.chunks; 0: not blocked), for
+	// Prepare.
+	blocks uint64
+	bw     uint
 }
 
 // wordsPerPageShift: word i of the counters lies in page i>>9 (4096/8
@@ -55,7 +60,8 @@ func New(words []uint64, layout Layout, counters uint64, k int) (*Filter, error)
 	case layout != Blocked512 && layout != Blocked1024 && layout != Classic && layout != Partitioned:
 		return nil, fmt.Errorf("%w: unknown layout %d", ErrSize, layout)
 	}
-	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout}, nil
+	w, _ := layout.chunks()
+	return &Filter{words: words[:(counters+15)/16], counters: counters, k: k, layout: layout, blocks: counters >> w, bw: w}, nil
 }
 
 // K returns the number of counters per key.
@@ -343,9 +349,12 @@ type Probe struct {
 
 // Prepare computes the key's probe for this filter.
 func (f *Filter) Prepare(h uint64) Probe {
-	if w, _ := f.layout.chunks(); w != 0 {
-		base, s := blockStart(h, f.counters, w)
-		return Probe{h: h, base: base, s: s}
+	if f.bw != 0 {
+		// blockStart, with the number of blocks from New (one call of
+		// Prepare, not three).
+		g := header.Fmix64(h)
+		base, _ := bits.Mul64(g, f.blocks)
+		return Probe{h: h, base: base << f.bw, s: header.Fmix64(g ^ golden)}
 	}
 	return Probe{h: h}
 }
