@@ -1,6 +1,7 @@
 //go:build !race && !purego
 
 #include "textflag.h"
+#include "nextprobe_amd64.h"
 
 // func casWalk1024(blk *uint64, st *blockWords, s uint64, k int, add bool) (n int)
 //
@@ -48,21 +49,7 @@
 	TESTQ	$7, DX; \
 	JNE	loop; \
 	MOVQ	s+16(FP), R9; \
-	MOVQ	$0x9E3779B97F4A7C15, CX; \
-	XORQ	CX, R9; \
-	MOVQ	R9, CX; \
-	SHRQ	$33, CX; \
-	XORQ	CX, R9; \
-	MOVQ	$0xff51afd7ed558ccd, CX; \
-	IMULQ	CX, R9; \
-	MOVQ	R9, CX; \
-	SHRQ	$33, CX; \
-	XORQ	CX, R9; \
-	MOVQ	$0xc4ceb9fe1a85ec53, CX; \
-	IMULQ	CX, R9; \
-	MOVQ	R9, CX; \
-	SHRQ	$33, CX; \
-	XORQ	CX, R9; \
+	NEXTPROBE(R9, CX); \
 	MOVQ	R9, s+16(FP); \
 	JMP	loop
 

@@ -1,6 +1,7 @@
 //go:build !race && !purego
 
 #include "textflag.h"
+#include "nextprobe_amd64.h"
 
 // func applyUndo(saved *[16]uint64, block *uint64, armed uint64, blk, nv *uint64, n int, changed *uint64, mask uint64)
 //
@@ -131,21 +132,7 @@ next:
 	TESTQ	$7, DX
 	JNE	loop
 	MOVQ	s+32(FP), R9
-	MOVQ	$0x9E3779B97F4A7C15, CX
-	XORQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
-	MOVQ	$0xff51afd7ed558ccd, CX
-	IMULQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
-	MOVQ	$0xc4ceb9fe1a85ec53, CX
-	IMULQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
+	NEXTPROBE(R9, CX)
 	MOVQ	R9, s+32(FP)
 	JMP	loop
 done:
@@ -216,21 +203,7 @@ next:
 	TESTQ	$7, DX
 	JNE	loop
 	MOVQ	s+32(FP), R9
-	MOVQ	$0x9E3779B97F4A7C15, CX
-	XORQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
-	MOVQ	$0xff51afd7ed558ccd, CX
-	IMULQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
-	MOVQ	$0xc4ceb9fe1a85ec53, CX
-	IMULQ	CX, R9
-	MOVQ	R9, CX
-	SHRQ	$33, CX
-	XORQ	CX, R9
+	NEXTPROBE(R9, CX)
 	MOVQ	R9, s+32(FP)
 	JMP	loop
 done:
