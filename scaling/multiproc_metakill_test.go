@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"syscall"
 	"testing"
 	"time"
 
@@ -80,7 +79,9 @@ func mpmkGrower() error {
 	k := &testknobs.Knobs{Failpoints: &failpoint.Points{Msync: func() error {
 		if metaCopiesDiffer(path) {
 			ctl.Store(mpmkKill, 1)
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if self, err := os.FindProcess(os.Getpid()); err == nil {
+				self.Kill() // SIGKILL on Linux
+			}
 			time.Sleep(time.Minute)
 		}
 		return nil
