@@ -92,13 +92,40 @@ func mpmkGrower() error {
 	if err != nil {
 		return err
 	}
-	for i := 0; i < 1_000_000; i++ {
-		if err := f.Add(mpmkKey(i), uint64(i)); err != nil {
+	start := metaKillChildren.EnvU64("START")
+	for i := 0; i < 50_000_000; i++ {
+		if err := f.Add(mpmkKey(i), start+uint64(i)); err != nil {
 			return err
 		}
 		ctl.Store(mpmkAdded, uint64(i+1))
 	}
-	return fmt.Errorf("a million adds and no growth killed")
+	return fmt.Errorf("50 million adds and no growth killed")
+}
+
+// killGrowthInMetaWrite has a child process add mpmkKey(i) with id
+// start+i to the file at path until a growth's metadata write is between
+// its copies, where the child SIGKILLs itself (mpmkGrower); it returns how
+// many of the child's Adds returned. The copies differ afterwards.
+func killGrowthInMetaWrite(t *testing.T, path, ctlPath string, start uint64) (added int) {
+	t.Helper()
+	ctl, err := childproc.MapShm(ctlPath, childproc.CtlWords, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	p := metaKillChildren.Start(t, "grower", "grower", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("START", start))
+	select {
+	case <-p.Done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the child did not kill itself within 2 minutes:\n%s", p.Out)
+	}
+	if ctl.Load(mpmkKill) != 1 {
+		t.Fatalf("the child exited (%v) without the kill:\n%s", p.Err, p.Out)
+	}
+	if !metaCopiesDiffer(path) {
+		t.Fatal("killed inside a metadata write, but the copies are alike")
+	}
+	return int(ctl.Load(mpmkAdded))
 }
 
 func TestMPMetaWriteKill(t *testing.T) {
@@ -111,24 +138,7 @@ func TestMPMetaWriteKill(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := childproc.MapShm(filepath.Join(dir, "ctl"), childproc.CtlWords, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	p := metaKillChildren.Start(t, "grower", "grower", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()))
-	select {
-	case <-p.Done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the child did not kill itself within 2 minutes:\n%s", p.Out)
-	}
-	if ctl.Load(mpmkKill) != 1 {
-		t.Fatalf("the child exited (%v) without the kill:\n%s", p.Err, p.Out)
-	}
-	added := int(ctl.Load(mpmkAdded))
-	if !metaCopiesDiffer(path) {
-		t.Fatal("killed inside a metadata write, but the copies are alike")
-	}
+	added := killGrowthInMetaWrite(t, path, filepath.Join(dir, "ctl"), 0)
 	r, err := recover.Verify(path)
 	if err != nil || r.State != recover.Damaged {
 		t.Fatalf("verify after the kill: %v, %v; want damaged (a metadata write cut short); findings %v", r.State, err, r.Findings)

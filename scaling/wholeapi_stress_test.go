@@ -23,6 +23,9 @@ package scaling_test
 //   - after the round, SIGKILLs of processes inside Flush, each followed by
 //     a quiet moment and another process's write and flush
 //     (wholeFlushKills).
+//   - then a SIGKILL of a process inside a growth, between its two
+//     metadata copies, while another holds the file open; a quiet moment,
+//     and that handle's Flush must finish the write (wholeGrowthKill).
 //
 // It checks, as it goes: every Add that returned is found by every handle's
 // later Contains and ContainsBatch, until its id falls below the retirement
@@ -1098,6 +1101,7 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 		t.Fatalf("Verify after Repair: %v, %v; findings %v", err, after.State, after.Findings)
 	}
 	wholeFlushKills(t, path, dir, rng)
+	wholeGrowthKill(t, path, dir)
 
 	g, err := scaling.Open(path, nil)
 	if err != nil {
@@ -1246,4 +1250,29 @@ func wholeFlushKills(t *testing.T, path, dir string, rng *rand.Rand) {
 	if inTake == 0 {
 		t.Errorf("no flush killed inside its take: the first kill, paused there, must be")
 	}
+}
+
+// wholeGrowthKill has another process die in a growth between its two
+// metadata copies (killGrowthInMetaWrite) while this one holds the file
+// open; after a quiet moment this handle's Flush, not an Open, must finish
+// the write: Verify then finds the file clean and every key the dead
+// process added. (The round's replayCheck replays old pairs afterwards.)
+func wholeGrowthKill(t *testing.T, path, dir string) {
+	t.Helper()
+	f, err := scaling.Open(path, nil)
+	if err != nil {
+		t.Fatalf("growth kill: Open: %v", err)
+	}
+	added := killGrowthInMetaWrite(t, path, filepath.Join(dir, "metakill-ctl"), 1<<41) // past the flush kills' ids
+	time.Sleep(20 * time.Millisecond)                                                  // the quiet moment
+	if err := f.Flush(); err != nil {
+		t.Fatalf("growth kill: Flush: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if bad := flushKillFindings(t, path, "after a growth killed between its metadata copies", mpmkKey, added); len(bad) > 0 {
+		t.Fatalf("a growth killed between its metadata copies, a quiet moment and a Flush of a handle open before:\n%s", strings.Join(bad, "\n"))
+	}
+	t.Logf("a growth killed between its metadata copies after %d adds, finished by a Flush", added)
 }
