@@ -90,6 +90,16 @@ func (m *Meta) End() int64 {
 	return end
 }
 
+// SameDirectory reports whether m and o describe the same file, their
+// generations aside: every write of a copy advances its generation, and
+// a whole metadata write leaves both copies otherwise alike, so two
+// copies that differ in anything else were left by a write cut short.
+func (m *Meta) SameDirectory(o *Meta) bool {
+	return m.Major == o.Major && m.Minor == o.Minor && m.Flags == o.Flags &&
+		m.Params == o.Params && m.Created == o.Created && m.Retired == o.Retired &&
+		slices.Equal(m.Filters, o.Filters)
+}
+
 // Slots returns the directory entries the chain uses: bit e for entry e.
 func (m *Meta) Slots() uint64 {
 	var used uint64

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"reflect"
 	"slices"
 
 	"github.com/dablooms/dablooms/header"
@@ -301,7 +300,7 @@ func (a *analysis) decodeMeta() bool {
 			a.which = 1
 		}
 		other := 1 - a.which
-		if !sameMeta(a.metas[0], a.metas[1]) {
+		if !a.metas[0].SameDirectory(a.metas[1]) {
 			a.restore = other
 			a.note(Damaged, -1, -1, int64(other)*header.MetaSize, "metadata", header.ErrCorrupt,
 				"metadata copy %s (generation %d, %d filters) is older than copy %s (generation %d, %d filters): a metadata write was cut short; Repair rewrites copy %s (so do a read-write Open and a Flush)",
@@ -349,13 +348,6 @@ func (a *analysis) checkSize() {
 		a.note(Corrupt, -1, -1, a.size, "size", header.ErrCorrupt,
 			"the file has %d bytes, but metadata copy %s lists filters up to byte %d: it was truncated; filters %v are cut short and need Rebuild", a.size, copyName[a.which], end, cut)
 	}
-}
-
-// sameMeta reports whether two copies describe the same file (generations aside).
-func sameMeta(x, y *header.Meta) bool {
-	a, b := *x, *y
-	a.Generation, b.Generation = 0, 0
-	return reflect.DeepEqual(a, b)
 }
 
 func (a *analysis) readHot() {

@@ -6,7 +6,6 @@ package scaling
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -153,9 +152,7 @@ func (f *Filter) metaCutShort() bool {
 	if errA != nil || errB != nil {
 		return errA == nil || errB == nil // (both bad: nothing to copy from)
 	}
-	x, y := *a, *c
-	x.Generation, y.Generation = 0, 0
-	return !reflect.DeepEqual(x, y)
+	return !a.SameDirectory(c)
 }
 
 // finishMetaWrite writes m, the newer copy's directory, to both copies

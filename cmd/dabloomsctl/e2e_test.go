@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -511,8 +510,7 @@ func metaSettled(b []byte) bool {
 	if ea != nil || eb != nil {
 		return false
 	}
-	ma.Generation, mb.Generation = 0, 0
-	return reflect.DeepEqual(ma, mb)
+	return ma.SameDirectory(mb)
 }
 
 // slotsInFlight reports whether any writer slot of head b records an
