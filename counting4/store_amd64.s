@@ -21,19 +21,3 @@ TEXT ·storeRelease3(SB), NOSPLIT|NOFRAME, $0-48
 	MOVQ	cv+40(FP), BX
 	MOVQ	BX, (AX)
 	RET
-
-// func storeRelease4(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64, d *uint64, dv uint64)
-TEXT ·storeRelease4(SB), NOSPLIT|NOFRAME, $0-64
-	MOVQ	a+0(FP), AX
-	MOVQ	av+8(FP), BX
-	MOVQ	BX, (AX)
-	MOVQ	b+16(FP), AX
-	MOVQ	bv+24(FP), BX
-	MOVQ	BX, (AX)
-	MOVQ	c+32(FP), AX
-	MOVQ	cv+40(FP), BX
-	MOVQ	BX, (AX)
-	MOVQ	d+48(FP), AX
-	MOVQ	dv+56(FP), BX
-	MOVQ	BX, (AX)
-	RET

@@ -13,8 +13,3 @@ func storeRelease(p *uint64, v uint64)
 //
 //go:noescape
 func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64)
-
-// storeRelease4 is four of StoreOrdered's stores in one call, in order.
-//
-//go:noescape
-func storeRelease4(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64, d *uint64, dv uint64)
