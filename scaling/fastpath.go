@@ -151,12 +151,16 @@ func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, p
 }
 
 // sharedFast is exclFast for a shared handle (its writer sharedWriter):
-// the same common case, with a shared handle's steps (a guard, the
-// chunked admission from a reservation the shard still holds, a record of
-// the slot, compare-and-swaps), each the sharedWriter method the general
-// path calls or its first test inlined; ok false means it changed nothing
-// and the caller runs the general path. An Add that finds its filter gone
-// at the gate leaves its admission unreleased, as addOnce does.
+// the same common case, with a shared handle's steps (the chunked
+// admission from a reservation the shard still holds, a record of the
+// slot, compare-and-swaps), each the sharedWriter method the general path
+// calls or its first test inlined; ok false means it changed nothing and
+// the caller runs the general path. Its guard is the claim of its record
+// (claim): shutdown waits for claimed records as for guards, and the claim
+// is taken before closed and the chain are read, as enter takes a guard.
+// One record is tried, the one claimRecord tries first; if another
+// goroutine has it, the general path looks further. An Add that finds its
+// filter gone at the gate leaves its admission unreleased, as addOnce does.
 func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err error) {
 	c := f.chain.Load()
 	if c == nil || f.ro || c.hasMurmur || c.legacy || id > header.MaxID {
@@ -171,40 +175,35 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err erro
 	kh := h + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	g := &f.guards[h&15] // (enter)
-	g.n.Add(1)
+	r := &f.rec[kh%uint64(len(f.rec))]
+	if !r.claim() { // (enter)
+		return false, nil
+	}
 	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
-		g.n.Add(-1)
+		r.free()
 		return false, nil
 	}
 	if op == header.OpAdd {
-		ok, err = f.sharedFastAdd(c, m, h, kh, pr, id)
-	} else {
-		ok, err = f.sharedFastRemove(c, m, kh, pr, id)
+		return f.sharedFastAdd(c, m, h, kh, pr, id, r)
 	}
-	g.n.Add(-1)
-	return ok, err
+	return f.sharedFastRemove(c, m, kh, pr, id, r)
 }
 
-// sharedFastAdd is sharedFast's Add to m, in a guard.
-func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+// sharedFastAdd is sharedFast's Add to m with claimed record r, which it
+// frees.
+func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.Probe, id uint64, r *record) (bool, error) {
 	var w sharedWriter
 	// route, admit: the newest filter, from a reservation its shard holds
 	// (admitChunked's first case).
-	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) || m.gone() ||
-		quotaChunk(m.desc.Capacity) < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 {
-		return false, nil
-	}
 	s := &m.quota[h%quotaShards]
-	s.mu.Lock()
-	if s.left == 0 {
-		s.mu.Unlock()
+	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) || m.gone() ||
+		quotaChunk(m.desc.Capacity) < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 ||
+		!s.take() {
+		r.free()
 		return false, nil
 	}
-	s.left--
-	s.mu.Unlock()
 	// claim, gate (I2).
-	r := w.claimRecord(f, kh, header.OpAdd, m)
+	r.begin(kh, header.OpAdd, m)
 	if m.gone() {
 		w.finish(r, false)
 		return false, nil
@@ -234,18 +233,21 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 	return true, nil
 }
 
-// sharedFastRemove is sharedFast's Remove from m, in a guard.
-func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
+// sharedFastRemove is sharedFast's Remove from m with claimed record r,
+// which it frees.
+func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.Probe, id uint64, r *record) (bool, error) {
 	var w sharedWriter
 	for _, x := range c.f {
 		if x.indexAllocated() {
+			r.free()
 			return false, nil
 		}
 	}
 	if only, n := inRange(c, id); n != 1 || only != m || m.cf.Layout().BlockWords() == 0 {
+		r.free()
 		return false, nil
 	}
-	r := w.claimRecord(f, kh, header.OpRemove, m)
+	r.begin(kh, header.OpRemove, m)
 	if m.gone() || !f.writable(&m.line.Mark) {
 		w.finish(r, false)
 		return false, nil

@@ -153,7 +153,7 @@ type guard struct {
 // record is one in-flight operation record in the mapped slot.
 type record struct {
 	rec  *header.Record // the mapped words (Word, New: the evidence of the CAS in doubt)
-	busy atomic.Bool    // claimed by a goroutine of a shared handle
+	busy uint64         // 1: claimed by a goroutine of a shared handle (claim, free)
 	// A line each, as when the record held its eight word pointers: the
 	// goroutines of a handle claim busy flags at once, and four records to
 	// a line would make their claims contend.

@@ -441,6 +441,11 @@ func (f *Filter) shutdown() {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
+	for i := range f.rec { // (sharedFast's guard is its record's claim)
+		for atomic.LoadUint64(&f.rec[i].busy) != 0 {
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
 	// (An exclusive handle's modifications hold wmu and see closed under it.)
 	defer f.w.holdOps(f)()
 	f.mu.Lock()

@@ -34,11 +34,30 @@ import (
 const quotaShards = 4 // per filter and handle, chosen by the key hash: goroutines rarely share one
 
 // quotaShard is a handle's reservation on one filter.
+//
+// mu serialises what changes the reservation (a new chunk, the give-back);
+// an admission from it takes one off left with a compare-and-swap, with or
+// without mu (sharedFast takes none: one locked instruction, not a lock
+// and an unlock). left only rises under mu, and only from zero, so an
+// admission that reads zero is refused, never lost.
 type quotaShard struct {
 	mu   sync.Mutex
-	left uint64        // reserved and not yet handed out
+	left atomic.Uint64 // reserved and not yet handed out
 	done atomic.Uint64 // handed out and finished (counted in items, or given up): not yet released
 	_    [40]byte
+}
+
+// take hands out one admission from the reservation, if it has one left.
+func (s *quotaShard) take() bool {
+	for {
+		l := s.left.Load()
+		if l == 0 {
+			return false
+		}
+		if s.left.CompareAndSwap(l, l-1) {
+			return true
+		}
+	}
 }
 
 // quotaChunk is the room one reservation takes on a filter of capacity c:
@@ -64,8 +83,7 @@ func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quota
 	}
 	s := &m.quota[h%quotaShards]
 	s.mu.Lock()
-	if s.left > 0 {
-		s.left--
+	if s.take() {
 		s.mu.Unlock()
 		return s, true
 	}
@@ -75,7 +93,7 @@ func (w sharedWriter) admitChunked(m *member, limit uint64, h uint64) (sh *quota
 	// (QuotaSkipsCheck skips the check: the negative control of
 	// TestChunkedAdmissionNeverOverfills.)
 	if m.itemCount()+p <= limit || knob(m.tk).QuotaSkipsCheck {
-		s.left = chunk - 1
+		s.left.Store(chunk - 1) // (left is 0 here, and only rises under mu)
 		s.mu.Unlock()
 		return s, true
 	}
@@ -103,7 +121,7 @@ func (m *member) reclaim() uint64 {
 		// file lives on after an Abort or an exclusive writer's Close.)
 		for i := range m.quota {
 			m.quota[i].mu.Lock()
-			m.quota[i].left = 0
+			m.quota[i].left.Store(0)
 			m.quota[i].done.Store(0)
 			m.quota[i].mu.Unlock()
 		}
@@ -113,11 +131,10 @@ func (m *member) reclaim() uint64 {
 	for i := range m.quota {
 		s := &m.quota[i]
 		s.mu.Lock()
-		if r := s.left + s.done.Swap(0); r > 0 {
+		if r := s.left.Swap(0) + s.done.Swap(0); r > 0 {
 			atomic.AddUint64(&m.line.Pending, -r)
 			total += r
 		}
-		s.left = 0
 		s.mu.Unlock()
 	}
 	return total

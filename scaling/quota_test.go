@@ -143,7 +143,7 @@ func TestGrowGivesBackOwnReservations(t *testing.T) {
 			atomic.AddUint64(&m.line.Items, 4)
 			m.quota[1].done.Add(4)
 			m.quota[0].mu.Lock()
-			m.quota[0].left = 6
+			m.quota[0].left.Store(6)
 			m.quota[0].mu.Unlock()
 			atomic.AddUint64(&m.line.Pending, 10)
 			if got := m.itemCount() + atomic.LoadUint64(&m.line.Pending); got != capacity+4 {

@@ -62,7 +62,7 @@ func (f *Filter) claimSlot() error {
 			atomic.StoreUint64(&rc.rec.New, 0)
 			atomic.StoreUint64(&rc.rec.IndexSlot, 0)
 			atomic.StoreUint64(&rc.rec.IndexFP, 0)
-			rc.busy.Store(false)
+			atomic.StoreUint64(&rc.busy, 0)
 		}
 		return nil
 	}
@@ -97,17 +97,8 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *reco
 	n := uint64(len(f.rec))
 	for i := h % n; ; i = (i + 1) % n {
 		r := &f.rec[i]
-		// The claim is made in process memory: the mapped words of the
-		// record are this goroutine's alone until finish releases it, which
-		// lets finish make the op word idle before it clears the masks. The
-		// hash is stored before the op word names the operation.
-		if r.busy.CompareAndSwap(false, true) {
-			counting4.StoreOrdered(&r.rec.Hash, h)
-			old := atomic.LoadUint64(&r.rec.Op)
-			// Record first, then the state word (I2, docs/PROTOCOLS.md):
-			// a sequentially consistent store, or x86 may let the caller's
-			// load of the state word pass it.
-			atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, m.idx)))
+		if r.claim() {
+			r.begin(h, op, m)
 			return r
 		}
 		if i == (h%n+n-1)%n {
@@ -116,11 +107,36 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *reco
 	}
 }
 
+// claim takes r for one operation of a goroutine of a shared handle, in
+// process memory: the mapped words of the record are this goroutine's alone
+// until free, which lets finish make the op word idle before it clears the
+// masks. A claimed record also keeps the mapping (shutdown waits for it, as
+// for a guard). A compare-and-swap: sequentially consistent, so a claim and
+// shutdown's store of closed are seen in one order (I2's shape: a
+// claimer that then reads closed false is waited for).
+func (r *record) claim() bool { return atomic.CompareAndSwapUint64(&r.busy, 0, 1) }
+
+// free gives r back: a release store (StoreOrdered), which every store of
+// the operation precedes, for the next claimer (whose swap reads it) and
+// for shutdown. Nothing needs it ordered before a later load: a locked
+// store here cost the shared writer a locked instruction per operation.
+func (r *record) free() { counting4.StoreOrdered(&r.busy, 0) }
+
+// begin names the operation in a claimed record: the hash first, then the
+// op word. Record first, then the state word (I2, docs/PROTOCOLS.md): the
+// op word's store is sequentially consistent, or x86 may let the caller's
+// load of the state word pass it.
+func (r *record) begin(h, op uint64, m *member) {
+	counting4.StoreOrdered(&r.rec.Hash, h)
+	old := atomic.LoadUint64(&r.rec.Op)
+	atomic.StoreUint64(&r.rec.Op, uint64(header.OpWord(old).Begin(op, m.idx)))
+}
+
 // finish completes the operation (end) and frees the record for the
 // handle's other goroutines.
 func (sharedWriter) finish(r *record, completed bool) {
 	r.end(completed)
-	r.busy.Store(false)
+	r.free()
 }
 
 // end completes the operation: the record goes idle (completed count + 1)
