@@ -85,13 +85,13 @@ func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr c
 	counting4.StoreOrdered(&rec.Hash, kh)
 	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
 	if m.gone() {
-		r.end(false)
+		r.endExcl(false)
 		return false, nil
 	}
 	// dirty (I1).
 	if !f.writable(&m.line.Mark) {
 		if err := f.ensureDirty(&m.line.Mark); err != nil {
-			r.end(false)
+			r.endExcl(false)
 			return true, err
 		}
 	}
@@ -99,7 +99,7 @@ func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr c
 	v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
 	if id > v&header.MaxID {
 		if v&header.Sealed != 0 {
-			r.end(false)
+			r.endExcl(false)
 			return false, nil
 		}
 		counting4.StoreOrdered(&m.line.MaxID, id)
@@ -111,8 +111,13 @@ func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr c
 	// apply, count, finish.
 	rc := r.counters()
 	m.cf.AddExcl(pr, &rc)
-	w.count(m, 1)
-	r.end(true)
+	if p := m.own; p != nil && m.ownMarked.Load() { // (exclWriter.count's common case)
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
+		m.ps.mark(m.countsPage)
+	} else {
+		w.count(m, 1)
+	}
+	r.endExcl(true)
 	return true, nil
 }
 
@@ -135,18 +140,23 @@ func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, p
 	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
 	if m.gone() || !f.writable(&m.line.Mark) {
 		// (Not marked dirty: removeInRange tests presence first.)
-		r.end(false)
+		r.endExcl(false)
 		return false, nil
 	}
 	// apply: RemoveExcl decides before its first store (I5).
 	rc := r.counters()
 	if !m.cf.RemoveExcl(pr, &rc) {
-		r.end(false)
+		r.endExcl(false)
 		return true, ErrNotPresent
 	}
 	// count, finish.
-	w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
-	r.end(true)
+	if p := m.own; p != nil && m.ownMarked.Load() && atomic.LoadUint64(&rec.Changed) != 0 {
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)-1) // (exclWriter.uncount's common case)
+		m.ps.mark(m.countsPage)
+	} else {
+		w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
+	}
+	r.endExcl(true)
 	return true, nil
 }
 

@@ -163,6 +163,21 @@ func (r *record) end(completed bool) {
 	}
 }
 
+// endExcl is end for exclFast's operations, which store no record word
+// but the hash, the op word and the changed mask (an exclusive writer's
+// block change with an undo block leaves the doubt mask and the evidence
+// alone, and they use no late-add index): the words end would test are as
+// the operation found them, zero after the end of the one before it or
+// claimSlot's clearing; a word left set by an operation that never ended
+// means nothing in an idle record, as end says, and the next end clears it.
+func (r *record) endExcl(completed bool) {
+	rec := r.rec
+	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed)))
+	if atomic.LoadUint64(&rec.Changed) != 0 {
+		counting4.StoreOrdered(&rec.Changed, 0)
+	}
+}
+
 // slotLive reports whether a live handle holds slot s. In memory mode only
 // this handle exists.
 func (f *Filter) slotLive(s int) bool {
