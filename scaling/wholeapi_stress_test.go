@@ -120,12 +120,14 @@ const (
 	waFull
 	waLongBatches
 	waReplays
+	waClosingWrites
 	waN
 )
 
 var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "twin removes", "retirements", "compactions",
 	"in-place repairs", "backups", "backups refused", "live verifies", "exclusive handles", "exclusive opens busy",
-	"flushes", "rewrites busy", "ErrFull", "long exclusive batches", "replayed adds"}
+	"flushes", "rewrites busy", "ErrFull", "long exclusive batches", "replayed adds",
+	"adds racing their handle's Close"}
 
 type waCfg struct {
 	Procs, Gor int
@@ -595,9 +597,18 @@ func (wk *waWorker) lookup() {
 func (wk *waWorker) toggleOwn() {
 	s := wk.s
 	if wk.own != nil {
+		var racing sync.WaitGroup
+		if wk.how != "a private read-only handle" && wk.rng.IntN(2) == 0 {
+			// Another goroutine keeps adding on the handle while it
+			// closes: Close waits for the Adds in flight (a fault kills
+			// the process), and each that returned is in the file.
+			racing.Add(1)
+			go wk.addWhileClosing(wk.own, wk.how, wk.rng.Uint64(), &racing)
+		}
 		if err := wk.own.Close(); err != nil {
 			s.fail("Close of %s: %v", wk.how, err)
 		}
+		racing.Wait()
 		wk.own = nil
 		return
 	}
@@ -643,6 +654,35 @@ func (wk *waWorker) toggleOwn() {
 		s.count(waExclusiveBusy) // other writers kept it waiting
 	default:
 		s.fail("Open of %s on the live file: %v", wk.how, err)
+	}
+}
+
+// addWhileClosing adds keys of its own (not checked keys: the worker's
+// count is not touched) on h until h reports ErrClosed, then checks on the
+// shared handle that every Add that returned nil is there (its id is the
+// newest hot pair's, above every cut).
+func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, done *sync.WaitGroup) {
+	defer done.Done()
+	s := wk.s
+	id := hotID(waHot - 1)
+	var kept [][]byte
+	for i := 0; ; i++ {
+		k := fmt.Appendf(nil, "closing-%x-%d", tag, i)
+		err := h.Add(k, id)
+		if errors.Is(err, scaling.ErrClosed) {
+			break
+		}
+		if err != nil {
+			wk.writeErr(err, fmt.Sprintf("Add racing the Close of %s", how))
+			break
+		}
+		kept = append(kept, k)
+	}
+	s.count(waClosingWrites)
+	for _, k := range kept {
+		if !s.shared.Contains(k) && id >= s.cut() {
+			s.fail("%q, added on %s before its Close returned ErrClosed, is absent", k, how)
+		}
 	}
 }
 
