@@ -204,13 +204,20 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err erro
 func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.Probe, id uint64, r *record) (bool, error) {
 	var w sharedWriter
 	// route, admit: the newest filter, from a reservation its shard holds
-	// (admitChunked's first case).
-	s := &m.quota[h%quotaShards]
+	// (admitChunked's first case), or else from admitChunked (a new chunk;
+	// one in 32 Adds), which refuses where the general path grows.
 	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) || m.gone() ||
-		quotaChunk(m.desc.Capacity) < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 ||
-		!s.take() {
+		quotaChunk(m.desc.Capacity) < 2 || atomic.LoadUint64(&m.line.MaxID)&header.Sealed != 0 {
 		r.free()
 		return false, nil
+	}
+	s := &m.quota[h%quotaShards]
+	if !s.take() {
+		var ok bool
+		if s, ok = w.admitChunked(m, m.desc.Capacity, h); !ok {
+			r.free()
+			return false, nil
+		}
 	}
 	// claim, gate (I2).
 	r.begin(kh, header.OpAdd, m)
@@ -238,7 +245,7 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 	rc := r.counters()
 	m.cf.AddProbe(pr, &rc)
 	w.count(m, 1)
-	s.done.Add(1) // (release)
+	w.release(m, s)
 	w.finish(r, true)
 	return true, nil
 }
