@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "nextprobe_amd64.h"
+#include "slot1024_amd64.h"
 
 // func applyUndo(saved *[16]uint64, block *uint64, armed uint64, blk, nv *uint64, n int, changed *uint64, mask uint64)
 //
@@ -76,10 +77,14 @@ done:
 // what it held (a word two positions share is stored twice, each time one
 // up).
 //
-// Registers: SI blk, DI saved, R8 block, BX nibbleOne, R9 the chunk
-// state, DX the position j, R10 its bit, AX the mask; R11 the word, R12
-// the counter's one, CX 15 in the counter, R13 the word's value. s is
-// kept in its argument slot, for the re-mix.
+// The walk is slot1024_amd64.h's: a chunk of 8 positions unrolled, the
+// last chunk of fewer (k mod 8, or k < 8) in tail, which counts the
+// positions down; k is at least 1 (New). The state is re-mixed in its
+// argument slot (R9 points at it), and the mask is built a byte per
+// chunk in its result slot (R14 points at the chunk's byte). Registers:
+// SI blk, BX nibbleOne, DX the positions left, R8 block; R11, R12, CX and
+// R13 the position's (slot1024_amd64.h), AX the re-mix's.
+#define XADD(t) NIB(t); ADDW(t, (SI)(R11*8), (R14))
 TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ	saved+0(FP), DI
 	MOVQ	block+8(FP), R8
@@ -102,44 +107,55 @@ TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
 	MOVOU	X7, 112(DI)
 	MOVQ	armed+16(FP), DX
 	MOVQ	DX, (R8)
-	MOVQ	s+32(FP), R9
+	LEAQ	s+32(FP), R9
+	LEAQ	mask+56(FP), R14
+	MOVQ	$0, (R14)
 	LEAQ	·nibbleOne(SB), BX
-	XORL	DX, DX
-	MOVL	$1, R10
-	XORL	AX, AX
-	CMPQ	DX, k+40(FP)
-	JGE	done
-loop:
-	MOVBLZX	R9, R11
-	SHRQ	$8, R9
-	MOVL	R11, CX
-	ANDL	$15, CX
-	MOVQ	(BX)(CX*8), R12
-	SHRL	$4, R11
-	LEAQ	(R12)(R12*2), CX
-	LEAQ	(CX)(CX*4), CX
-	MOVQ	(SI)(R11*8), R13
-	ADDQ	R12, R13
-	TESTQ	CX, R13
-	JEQ	next // saturated: stays
-	MOVQ	R13, (SI)(R11*8)
-	ORQ	R10, AX
-next:
-	ADDQ	R10, R10
-	INCQ	DX
-	CMPQ	DX, k+40(FP)
-	JGE	done
-	TESTQ	$7, DX
-	JNE	loop
-	MOVQ	s+32(FP), R9
-	NEXTPROBE(R9, CX)
-	MOVQ	R9, s+32(FP)
-	JMP	loop
+	MOVQ	k+40(FP), DX
+	CMPQ	DX, $8
+	JLT	tail
+chunk:
+	XADD(0)
+	XADD(1)
+	XADD(2)
+	XADD(3)
+	XADD(4)
+	XADD(5)
+	XADD(6)
+	XADD(7)
+	SUBQ	$8, DX
+	JEQ	done
+	MOVQ	(R9), AX
+	NEXTPROBE(AX, CX)
+	MOVQ	AX, (R9)
+	INCQ	R14
+	CMPQ	DX, $8
+	JGE	chunk
+tail:
+	XADD(0)
+	DECQ	DX
+	JEQ	done
+	XADD(1)
+	DECQ	DX
+	JEQ	done
+	XADD(2)
+	DECQ	DX
+	JEQ	done
+	XADD(3)
+	DECQ	DX
+	JEQ	done
+	XADD(4)
+	DECQ	DX
+	JEQ	done
+	XADD(5)
+	DECQ	DX
+	JEQ	done
+	XADD(6)
 done:
+	MOVQ	mask+56(FP), AX
 	MOVQ	changed+48(FP), R9
 	MOVQ	AX, (R9)
 	MOVQ	$0, (R8)
-	MOVQ	AX, mask+56(FP)
 	RET
 
 // func undoRemove1024(saved *[16]uint64, block *uint64, armed uint64, blk *uint64, s uint64, k int, changed *uint64) (mask uint64, ok bool)
@@ -149,7 +165,9 @@ done:
 // false, nothing stored, if one is zero), then, if a position changed,
 // steps 2 to 4 as applyUndo (the block's words, still in X0–X7 from the
 // copy, saved; armed; the copy stored over the block; the changed mask;
-// disarmed). Registers in the walk as undoAdd1024's, with SI the copy.
+// disarmed). The walk and registers as undoAdd1024's, with SI the copy
+// and R10 scratch (REMW).
+#define XREM(t) NIB(t); REMW(t, (SI)(R11*8), (R14))
 TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
 	MOVQ	blk+24(FP), DI
 	LEAQ	0(SP), SI
@@ -169,44 +187,52 @@ TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
 	MOVOU	X5, 80(SI)
 	MOVOU	X6, 96(SI)
 	MOVOU	X7, 112(SI)
-	MOVQ	s+32(FP), R9
+	LEAQ	s+32(FP), R9
+	LEAQ	mask+56(FP), R14
+	MOVQ	$0, (R14)
 	LEAQ	·nibbleOne(SB), BX
-	XORL	DX, DX
-	MOVL	$1, R10
-	XORL	AX, AX
-	CMPQ	DX, k+40(FP)
-	JGE	done
-loop:
-	MOVBLZX	R9, R11
-	SHRQ	$8, R9
-	MOVL	R11, CX
-	ANDL	$15, CX
-	MOVQ	(BX)(CX*8), R12
-	SHRL	$4, R11
-	LEAQ	(R12)(R12*2), CX
-	LEAQ	(CX)(CX*4), CX
-	MOVQ	(SI)(R11*8), R13
-	MOVQ	R13, R8
-	ANDQ	CX, R8
-	CMPQ	R8, CX
-	JEQ	next // saturated: stays
-	TESTQ	R8, R8
-	JEQ	absent
-	SUBQ	R12, R13
-	MOVQ	R13, (SI)(R11*8)
-	ORQ	R10, AX
-next:
-	ADDQ	R10, R10
-	INCQ	DX
-	CMPQ	DX, k+40(FP)
-	JGE	done
-	TESTQ	$7, DX
-	JNE	loop
-	MOVQ	s+32(FP), R9
-	NEXTPROBE(R9, CX)
-	MOVQ	R9, s+32(FP)
-	JMP	loop
+	MOVQ	k+40(FP), DX
+	CMPQ	DX, $8
+	JLT	tail
+chunk:
+	XREM(0)
+	XREM(1)
+	XREM(2)
+	XREM(3)
+	XREM(4)
+	XREM(5)
+	XREM(6)
+	XREM(7)
+	SUBQ	$8, DX
+	JEQ	done
+	MOVQ	(R9), AX
+	NEXTPROBE(AX, CX)
+	MOVQ	AX, (R9)
+	INCQ	R14
+	CMPQ	DX, $8
+	JGE	chunk
+tail:
+	XREM(0)
+	DECQ	DX
+	JEQ	done
+	XREM(1)
+	DECQ	DX
+	JEQ	done
+	XREM(2)
+	DECQ	DX
+	JEQ	done
+	XREM(3)
+	DECQ	DX
+	JEQ	done
+	XREM(4)
+	DECQ	DX
+	JEQ	done
+	XREM(5)
+	DECQ	DX
+	JEQ	done
+	XREM(6)
 done:
+	MOVQ	mask+56(FP), AX
 	TESTQ	AX, AX
 	JEQ	unchanged // every counter saturated: nothing to store
 	MOVQ	saved+0(FP), DI
@@ -242,7 +268,6 @@ done:
 	MOVQ	AX, (R9)
 	MOVQ	$0, (R8)
 unchanged:
-	MOVQ	AX, mask+56(FP)
 	MOVB	$1, ok+64(FP)
 	RET
 absent:
