@@ -13,8 +13,7 @@ import (
 // instructions. It reads each word of the block the key touches once, when
 // its first position comes (computeBlock read all of them, and zeroed a
 // struct of 432 bytes, per key), walks the positions with a counter's
-// one from a table (no shift by a variable count per position; a
-// Blocked1024 block on amd64 walks in assembly, casWalk1024), and per
+// one from a table (no shift by a variable count per position), and per
 // changed word makes the record's steps without a call of its own: the
 // changed mask of the word before it and this word's evidence and doubt,
 // then the compare-and-swap, all the words in one call of assembly on
@@ -22,7 +21,8 @@ import (
 // is marked once, after the last swap: a block lies in one page, and the
 // mark only has to follow each change (I3 of docs/PROTOCOLS.md: a flush
 // that read the page between two of the swaps finds it marked again). It
-// reports false for a Remove whose key the counters do not hold.
+// reports false for a Remove whose key the counters do not hold. (A
+// Blocked1024 block on amd64 is casBlock1024's.)
 func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](f *Filter, blk *B, p Probe, add bool, rec *Record) bool {
 	// (unsafe.Sizeof does not evaluate *blk, len(*blk) would: see
 	// containsBlock.)
@@ -36,45 +36,38 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 	old, nv, chg, order := &st.old, &st.nv, &st.chg, &st.order
 	var seen uint64
 	n := 0
-	if asmWalk && nw == BlockCounters1024/16 {
-		// The same walk in assembly (casWalk1024).
-		if n = casWalk1024(&b[0], &st, p.s, f.k, add); n < 0 {
-			return false // a counter is zero: the key is not there
+	ones := &nibbleOne
+	bit, s := uint64(1), p.s
+	for left := f.k; ; s = header.Fmix64(s ^ golden) {
+		x, m := s, min(left, per)
+		left -= m
+		for ; m > 0; m-- {
+			c := x & (1<<w - 1)
+			x >>= w
+			wi, one := c>>4&uint64(nw-1), ones[c&15]
+			if seen>>wi&1 == 0 {
+				seen |= 1 << wi
+				v := atomic.LoadUint64(&b[wi])
+				old[wi], nv[wi] = v, v
+				order[n&(nwMax-1)] = uint8(wi)
+				n++
+			}
+			o := nv[wi]
+			switch {
+			case o&(15*one) == 15*one: // saturated: stays
+			case add:
+				nv[wi] = o + one
+				chg[wi] |= bit
+			case o&(15*one) == 0:
+				return false // a counter is zero: the key is not there
+			default:
+				nv[wi] = o - one
+				chg[wi] |= bit
+			}
+			bit <<= 1
 		}
-	} else {
-		ones := &nibbleOne
-		bit, s := uint64(1), p.s
-		for left := f.k; ; s = header.Fmix64(s ^ golden) {
-			x, m := s, min(left, per)
-			left -= m
-			for ; m > 0; m-- {
-				c := x & (1<<w - 1)
-				x >>= w
-				wi, one := c>>4&uint64(nw-1), ones[c&15]
-				if seen>>wi&1 == 0 {
-					seen |= 1 << wi
-					v := atomic.LoadUint64(&b[wi])
-					old[wi], nv[wi] = v, v
-					order[n&(nwMax-1)] = uint8(wi)
-					n++
-				}
-				o := nv[wi]
-				switch {
-				case o&(15*one) == 15*one: // saturated: stays
-				case add:
-					nv[wi] = o + one
-					chg[wi] |= bit
-				case o&(15*one) == 0:
-					return false // a counter is zero: the key is not there
-				default:
-					nv[wi] = o - one
-					chg[wi] |= bit
-				}
-				bit <<= 1
-			}
-			if left == 0 {
-				break
-			}
+		if left == 0 {
+			break
 		}
 	}
 	first := p.base >> 4
@@ -120,6 +113,48 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 	rec.doubt(0)
 	return true
 }
+
+// casBlock1024 is casBlock for a Blocked1024 block where casAsm1024
+// holds (amd64): the walk, the swaps and the retries of words another
+// writer changed are one call of assembly, casUpdate1024, which keeps
+// the words as read, their new values and masks in its frame (casBlock
+// zeroed a struct of 432 bytes for them, and made two calls); the block's
+// 16 words are read at once, before the walk, where casBlock reads each
+// at its first position: either way a word's swap succeeds only if the
+// word is still as read, and otherwise the retry reads it again. The
+// record's steps and their order, the counters and the result are
+// casBlock's. What stays here is what follows the last swap (the page's
+// mark, then the doubt cleared, as casBlock) and the restore of a Remove
+// that lost a counter to another remover.
+func casBlock1024(f *Filter, p Probe, add bool, rec *Record) bool {
+	first := p.base >> 4
+	blk := (*[BlockCounters1024 / 16]uint64)(f.words[first:])
+	switch r, changed0, changed := casUpdate1024(&blk[0], p.s, f.k, add, rec, first+1); r {
+	case casAbsent:
+		return false // a counter is zero: the key is not there
+	case casRaced:
+		// Another remover got there first: restore what this one
+		// changed.
+		f.touch(first)
+		var pos [MaxK]uint64
+		f.layout.Positions(p.h, f.counters, f.k, pos[:])
+		f.undo(pos[:f.k], -1, rec, changed&^changed0)
+		rec.doubt(0)
+		return false
+	}
+	f.touch(first) // (a block lies in one page)
+	rec.doubt(0)
+	return true
+}
+
+// casUpdate1024's results: the change made, the key absent (nothing
+// stored), or a Remove that lost a counter to another remover (casBlock's
+// restore to make).
+const (
+	casDone = iota
+	casAbsent
+	casRaced
+)
 
 // blockWords is casBlock's change to a block, by word: as read, new, the
 // positions changed; and the words in the order of their first

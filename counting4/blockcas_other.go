@@ -25,10 +25,10 @@ func casWords(b *uint64, st *blockWords, i, n int, rec *Record, first1, changed 
 	return n, changed
 }
 
-// asmWalk: casBlock's walk is its own Go loop here.
-const asmWalk = false
+// casAsm1024: casBlock does a Blocked1024 block too here.
+const casAsm1024 = false
 
-// casWalk1024 is not called here (asmWalk is false).
-func casWalk1024(blk *uint64, st *blockWords, s uint64, k int, add bool) (n int) {
-	panic("counting4: casWalk1024 without assembly")
+// casUpdate1024 is not called here (casAsm1024 is false).
+func casUpdate1024(blk *uint64, s uint64, k int, add bool, rec *Record, first1 uint64) (r int, changed0, changed uint64) {
+	panic("counting4: casUpdate1024 without assembly")
 }

@@ -287,8 +287,8 @@ func TestBlockUpdate1024Random(t *testing.T) {
 	}
 }
 
-// FuzzBlockUpdate1024: as the table, on cases generated from the fuzzer's
-// seed, k and direction.
+// FuzzBlockUpdate1024: as the table and TestBlockUpdate1024Contended, on
+// cases generated from the fuzzer's seed, k and direction.
 func FuzzBlockUpdate1024(f *testing.F) {
 	for i, k := range update1024Ks {
 		f.Add(uint64(i), uint8(k), i%2 == 0)
@@ -298,5 +298,98 @@ func FuzzBlockUpdate1024(f *testing.F) {
 		c := genUpdate1024(&r, 1+int(k)%MaxK, add)
 		checkShared1024(t, c)
 		checkExcl1024(t, c)
+		checkSharedAlias1024(t, c.blk, r.next(), c.k, add, int(r.next()%3), int(r.next()%16))
 	})
+}
+
+// checkSharedAlias1024 runs a shared writer's Add or Remove of key h on a
+// one-block Blocked1024 filter holding blk (AddProbe or RemoveProbe: on
+// amd64 casBlock1024's assembly) and casBlock's walk in Go on another,
+// with one field of the record (0 Changed, 1 Word, 2 New) pointing at
+// word w of the block: the record's steps then change that word between
+// its read and its swap, and the swap fails, deterministically, as if
+// another writer had changed it, so the retry (wordGroup's) runs, and a
+// Remove may meet a counter at 0 in it and restore. Both must leave the
+// same words, record and result. It reports whether the words differ
+// from refUpdate1024's (the aliased record changed a word the key
+// touches), and whether a Remove refUpdate1024 makes failed (it met a 0
+// in a retry and restored).
+func checkSharedAlias1024(t *testing.T, blk [16]uint64, h uint64, k int, add bool, field, w int) (interfered, restored bool) {
+	t.Helper()
+	type run struct {
+		words []uint64
+		r     *recWords // (allocated: 64-bit aligned on 386 too)
+		ok    bool
+	}
+	var runs [2]run
+	var s uint64
+	for i := range runs {
+		x := &runs[i]
+		x.words = make([]uint64, 16)
+		copy(x.words, blk[:])
+		f, err := New(x.words, Blocked1024, BlockCounters1024, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.r = &recWords{doubt: 0x3c3c, word: 0x5a5a, nv: 0xa5a5a5a5}
+		rec := x.r.rec()
+		switch field {
+		case 0:
+			rec.Changed = &x.words[w]
+		case 1:
+			rec.Word = &x.words[w]
+		case 2:
+			rec.New = &x.words[w]
+		}
+		p := f.Prepare(h)
+		s = p.s
+		switch {
+		case i == 1:
+			x.ok = casBlock(f, (*[16]uint64)(x.words), p, add, rec)
+		case add:
+			f.AddProbe(p, rec)
+			x.ok = true
+		default:
+			x.ok = f.RemoveProbe(p, rec)
+		}
+	}
+	a, b := runs[0], runs[1]
+	if a.ok != b.ok || !slices.Equal(a.words, b.words) || *a.r != *b.r {
+		t.Fatalf("k=%d add=%v h=%#x field %d at word %d, blk %x:\nprobe %v %x %+v\ngo    %v %x %+v",
+			k, add, h, field, w, blk, a.ok, a.words, *a.r, b.ok, b.words, *b.r)
+	}
+	nv, _, _, ok := refUpdate1024(blk, s, k, add)
+	return !slices.Equal(a.words, nv[:]), ok && !a.ok
+}
+
+// TestBlockUpdate1024Contended: casBlock1024's retry of a word changed
+// between its read and its swap (and the restore of a Remove that meets
+// a counter at 0 there) leaves what casBlock's does, with the record
+// aliased onto the block's words (checkSharedAlias1024) so that the
+// failed swaps come in the same places in both.
+func TestBlockUpdate1024Contended(t *testing.T) {
+	r := splitmix64(4096)
+	n := 2000
+	if testing.Short() {
+		n = 200
+	}
+	var interfered, restored int
+	for i := range n {
+		k := update1024Ks[i%len(update1024Ks)]
+		c := genUpdate1024(&r, k, r.next()%2 == 0)
+		x, y := checkSharedAlias1024(t, c.blk, r.next(), k, c.add, int(r.next()%3), int(r.next()%16))
+		interfered += b2i(x)
+		restored += b2i(y)
+	}
+	t.Logf("%d of %d changed a word between its read and its swap, %d Removes restored", interfered, n, restored)
+	if interfered < n/10 || restored == 0 {
+		t.Fatalf("too few failed swaps (%d of %d) or restores (%d): the test misses its path", interfered, n, restored)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

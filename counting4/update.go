@@ -29,6 +29,10 @@ func (f *Filter) AddProbe(p Probe, rec *Record) {
 		f.addBlock(p, &c, blk[:], rec)
 	case Blocked1024:
 		if rec.full() {
+			if casAsm1024 {
+				casBlock1024(f, p, true, rec)
+				return
+			}
 			casBlock(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p, true, rec)
 			return
 		}
@@ -58,6 +62,9 @@ func (f *Filter) RemoveProbe(p Probe, rec *Record) bool {
 		return f.removeBlock(p, &c, blk[:], rec)
 	case Blocked1024:
 		if rec.full() {
+			if casAsm1024 {
+				return casBlock1024(f, p, false, rec)
+			}
 			return casBlock(f, (*[BlockCounters1024 / 16]uint64)(f.words[p.base>>4:]), p, false, rec)
 		}
 		var c blockChange
