@@ -128,8 +128,11 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 // that lost a counter to another remover.
 func casBlock1024(f *Filter, p Probe, add bool, rec *Record) bool {
 	first := p.base >> 4
-	blk := (*[BlockCounters1024 / 16]uint64)(f.words[first:])
-	switch r, changed0, changed := casUpdate1024(&blk[0], p.s, f.k, add, rec, first+1); r {
+	// The block's last word in range, and so the block (first is a
+	// multiple of 16): two bounds checks, where the conversion of
+	// f.words[first:] to *[16]uint64 took 19 instructions.
+	_ = f.words[first+BlockCounters1024/16-1]
+	switch r, changed0, changed := casUpdate1024(&f.words[first], p.s, f.k, add, rec, first+1); r {
 	case casAbsent:
 		return false // a counter is zero: the key is not there
 	case casRaced:
