@@ -9,7 +9,7 @@ func (f *Filter) PrepareProbes(hs []uint64, ps []Probe) {
 	bs := f.layout.blockSize()
 	if bs == 0 {
 		for i, h := range hs {
-			ps[i] = Probe{h: h}
+			ps[i] = f.Prepare(h) // (as a single lookup's, though only h counts)
 			f.prefetchFirst(h)
 		}
 		return

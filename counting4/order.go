@@ -25,7 +25,7 @@ func (f *Filter) Sweeps() bool { return f.layout.blockSize() != 0 }
 func (f *Filter) PrepareOrder(o uint64) (h uint64, p Probe) {
 	w, _ := f.layout.chunks()
 	if w == 0 {
-		return o, Probe{h: o}
+		return o, f.Prepare(o) // (Order hashed nothing: o is h)
 	}
 	h = unfmix64(o)
 	base, s := blockStartMixed(o, f.counters, w)

@@ -10,14 +10,20 @@ package counting4
 // Elsewhere it loads the lines' first words. It never
 // changes the result of ContainsProbe.
 func (f *Filter) PrefetchProbe(p Probe) {
-	switch f.layout.blockSize() {
-	case BlockCounters512:
-		prefetch1(&f.words[p.base>>4])
-	case BlockCounters1024:
+	if f.layout == Blocked1024 { // (the default layout: a call the caller inlines)
 		prefetch2(&f.words[p.base>>4])
-	default:
-		f.prefetchFirst(p.h)
+		return
 	}
+	f.prefetchOther(p)
+}
+
+// prefetchOther is PrefetchProbe for the layouts but Blocked1024.
+func (f *Filter) prefetchOther(p Probe) {
+	if f.layout.blockSize() == BlockCounters512 {
+		prefetch1(&f.words[p.base>>4])
+		return
+	}
+	f.prefetchFirst(p.h)
 }
 
 // prefetchFirst prefetches the line of the key's first counter (the layouts
