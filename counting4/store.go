@@ -29,3 +29,14 @@ package counting4
 // that drains the store buffer, and the exclusive writer made a dozen or
 // more of them per operation (docs/PERFORMANCE.md, "Exclusive writer").
 func StoreOrdered(p *uint64, v uint64) { storeRelease(p, v) }
+
+// StoreOrdered2 is StoreOrdered(a, av) then StoreOrdered(b, bv), in one
+// call: a call of assembly costs a handful of instructions (the
+// arguments' moves, the call and the return) beside its store, and an
+// operation's record claim and finish each make two such stores.
+func StoreOrdered2(a *uint64, av uint64, b *uint64, bv uint64) { storeRelease2(a, av, b, bv) }
+
+// StoreOrderedZero4 is StoreOrdered(a, av) then StoreOrdered(&z[i], 0)
+// for i from 0 to 3, in one call: an operation's record going idle, then
+// its masks and evidence cleared (header.Record.Masks).
+func StoreOrderedZero4(a *uint64, av uint64, z *[4]uint64) { storeReleaseZero4(a, av, z) }

@@ -37,3 +37,28 @@ TEXT ·storeRelease4(SB), NOSPLIT|NOFRAME, $0-64
 	MOVD	dv+56(FP), R1
 	STLR	R1, (R0)
 	RET
+
+// func storeRelease2(a *uint64, av uint64, b *uint64, bv uint64)
+TEXT ·storeRelease2(SB), NOSPLIT|NOFRAME, $0-32
+	MOVD	a+0(FP), R0
+	MOVD	av+8(FP), R1
+	STLR	R1, (R0)
+	MOVD	b+16(FP), R0
+	MOVD	bv+24(FP), R1
+	STLR	R1, (R0)
+	RET
+
+// func storeReleaseZero4(a *uint64, av uint64, z *[4]uint64)
+TEXT ·storeReleaseZero4(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD	a+0(FP), R0
+	MOVD	av+8(FP), R1
+	STLR	R1, (R0)
+	MOVD	z+16(FP), R0
+	STLR	ZR, (R0)
+	ADD	$8, R0
+	STLR	ZR, (R0)
+	ADD	$8, R0
+	STLR	ZR, (R0)
+	ADD	$8, R0
+	STLR	ZR, (R0)
+	RET

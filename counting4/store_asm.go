@@ -13,3 +13,15 @@ func storeRelease(p *uint64, v uint64)
 //
 //go:noescape
 func storeRelease3(a *uint64, av uint64, b *uint64, bv uint64, c *uint64, cv uint64)
+
+// storeRelease2 is two of StoreOrdered's stores in one call: av at a,
+// then bv at b.
+//
+//go:noescape
+func storeRelease2(a *uint64, av uint64, b *uint64, bv uint64)
+
+// storeReleaseZero4 is StoreOrdered's store of av at a, then of 0 at
+// z[0], z[1], z[2] and z[3], in one call.
+//
+//go:noescape
+func storeReleaseZero4(a *uint64, av uint64, z *[4]uint64)

@@ -91,6 +91,11 @@ type Record struct {
 	IndexFP   uint64 `format:"index fingerprint"` // RecIndexFPOffset
 }
 
+// Masks returns the record's changed mask, doubt mask and evidence
+// (Changed, Doubt, Word, New: four words in a row) as one array, which an
+// operation's finish clears in one call.
+func (r *Record) Masks() *[4]uint64 { return (*[4]uint64)(unsafe.Pointer(&r.Changed)) }
+
 // The views' layout is the format's. same[x-y] compiles only when x == y: a
 // uintptr constant below zero overflows, and an index above zero is out of
 // range.
@@ -142,6 +147,7 @@ func _() {
 	_ = same[unsafe.Offsetof(r.New)-RecNewOffset]
 	_ = same[unsafe.Offsetof(r.IndexSlot)-RecIndexSlotOffset]
 	_ = same[unsafe.Offsetof(r.IndexFP)-RecIndexFPOffset]
+	_ = same[unsafe.Offsetof(r.New)-unsafe.Offsetof(r.Changed)-24] // (Masks)
 }
 
 // word is the index in the hot region's words of the word at file offset off.

@@ -327,8 +327,7 @@ func (w *exclWriter) uncount(m *member, changed bool) {
 // (the hold) or of this handle's file locks (the freeze), I18.
 func (w *exclWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *record {
 	r := &f.rec[0]
-	counting4.StoreOrdered(&r.rec.Hash, h)
-	counting4.StoreOrdered(&r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, m.idx)))
+	counting4.StoreOrdered2(&r.rec.Hash, h, &r.rec.Op, uint64(header.OpWord(atomic.LoadUint64(&r.rec.Op)).Begin(op, m.idx)))
 	return r
 }
 

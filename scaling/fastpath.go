@@ -82,8 +82,7 @@ func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr c
 	// claim, gate (I2).
 	r := &f.rec[0]
 	rec := r.rec
-	counting4.StoreOrdered(&rec.Hash, kh)
-	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
+	counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
 	if m.gone() {
 		r.endExcl(false)
 		return false, nil
@@ -136,8 +135,7 @@ func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, p
 	// claim, gate (I2).
 	r := &f.rec[0]
 	rec := r.rec
-	counting4.StoreOrdered(&rec.Hash, kh)
-	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
+	counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
 	if m.gone() || !f.writable(&m.line.Mark) {
 		// (Not marked dirty: removeInRange tests presence first.)
 		r.endExcl(false)

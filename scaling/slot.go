@@ -145,17 +145,15 @@ func (sharedWriter) finish(r *record, completed bool) {
 // or evidence, which mean nothing and which claimSlot clears.)
 func (r *record) end(completed bool) {
 	rec := r.rec
-	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed)))
-	// Only the owner writes the record: a word already zero needs no
+	fin := uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed))
+	// Only the owner writes the record: words already zero need no
 	// store. (An exclusive writer's block changes leave the doubt mask
-	// and the evidence zero, and most operations the index words.)
-	if atomic.LoadUint64(&rec.Changed) != 0 {
-		counting4.StoreOrdered(&rec.Changed, 0)
-	}
-	if atomic.LoadUint64(&rec.Doubt)|atomic.LoadUint64(&rec.Word)|atomic.LoadUint64(&rec.New) != 0 {
-		counting4.StoreOrdered(&rec.Doubt, 0)
-		counting4.StoreOrdered(&rec.Word, 0)
-		counting4.StoreOrdered(&rec.New, 0)
+	// and the evidence zero, and most operations the index words.) The
+	// masks and the evidence are cleared in the op word's call.
+	if atomic.LoadUint64(&rec.Changed)|atomic.LoadUint64(&rec.Doubt)|atomic.LoadUint64(&rec.Word)|atomic.LoadUint64(&rec.New) != 0 {
+		counting4.StoreOrderedZero4(&rec.Op, fin, rec.Masks())
+	} else {
+		counting4.StoreOrdered(&rec.Op, fin)
 	}
 	if atomic.LoadUint64(&rec.IndexSlot)|atomic.LoadUint64(&rec.IndexFP) != 0 {
 		counting4.StoreOrdered(&rec.IndexSlot, 0)
@@ -172,10 +170,7 @@ func (r *record) end(completed bool) {
 // means nothing in an idle record, as end says, and the next end clears it.
 func (r *record) endExcl(completed bool) {
 	rec := r.rec
-	counting4.StoreOrdered(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed)))
-	if atomic.LoadUint64(&rec.Changed) != 0 {
-		counting4.StoreOrdered(&rec.Changed, 0)
-	}
+	counting4.StoreOrdered2(&rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Finish(completed)), &rec.Changed, 0)
 }
 
 // slotLive reports whether a live handle holds slot s. In memory mode only
