@@ -209,16 +209,24 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 		r.free()
 		return false, nil
 	}
+	// claim (I2): the record first, then the state word, with a locked
+	// instruction between them, or x86 may let the gate's loads pass the
+	// op word's store. r.begin makes that store an XCHG; here the take's
+	// compare-and-swap is that instruction, and the op word is stored
+	// plainly before it. A take that makes none (the reservation used up)
+	// stores the op word again with an XCHG before admitChunked.
+	rec := r.rec
+	counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
 	s := &m.quota[h%quotaShards]
 	if !s.take() {
+		atomic.StoreUint64(&rec.Op, atomic.LoadUint64(&rec.Op))
 		var ok bool
 		if s, ok = w.admitChunked(m, m.desc.Capacity, h); !ok {
-			r.free()
+			w.finish(r, false)
 			return false, nil
 		}
 	}
-	// claim, gate (I2).
-	r.begin(kh, header.OpAdd, m)
+	// gate.
 	if m.gone() {
 		w.finish(r, false)
 		return false, nil
