@@ -91,7 +91,7 @@ done:
 // The frame: nv at 0, old at 128, chg at 256, ord at 384 (16 words and a
 // byte the last SBBQ may write past them), the walk's state at 408, the
 // retry's spills at 416 to 440. Registers in the walk: DI blk, BX
-// nibbleOne, R9 the state, R14 the chunk's byte of chg (SP + chunk), DX
+// nibbleOneByte, R9 the state, R14 the chunk's byte of chg (SP + chunk), DX
 // the positions left, AX the words in ord, R8 the words seen; R10, R11,
 // R12, CX and R13 the position's (slot1024_amd64.h), SI the re-mix's.
 // In the swaps: R8 first1, R9 the word's place in ord (counting up to
@@ -139,7 +139,7 @@ TEXT ·casUpdate1024(SB), NOSPLIT, $448-72
 	LEAQ	408(SP), R9
 	MOVQ	SI, (R9)
 	LEAQ	0(SP), R14
-	LEAQ	·nibbleOne(SB), BX
+	LEAQ	·nibbleOneByte(SB), BX
 	MOVQ	k+16(FP), DX
 	XORL	AX, AX
 	XORL	R8, R8

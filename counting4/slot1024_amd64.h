@@ -4,16 +4,15 @@
 // a chunk reads its byte at t(R9) (R9 points at the chunk's state, which
 // the walk re-mixes in place, NEXTPROBE) and sets its bit with an
 // immediate (1<<t) in the byte of its chunk of a mask: no shift of a bit
-// along, no count of the positions of a chunk. BX holds ·nibbleOne.
+// along, no count of the positions of a chunk. BX holds ·nibbleOneByte.
 
 // NIB(t) sets R11 to the word of position t of the chunk, R12 to one in
-// its counter (nibbleOne), CX to 15 in its counter.
+// its counter (nibbleOneByte, indexed by the whole byte: no mask of its
+// nibble), CX to 15 in its counter.
 #define NIB(t) \
 	MOVBLZX	t(R9), R11; \
-	MOVL	R11, CX; \
-	ANDL	$15, CX; \
+	MOVQ	(BX)(R11*8), R12; \
 	SHRL	$4, R11; \
-	MOVQ	(BX)(CX*8), R12; \
 	IMUL3Q	$15, R12, CX
 
 // ADDW(t, w, m) adds one to the counter of NIB (R12, CX) in the word at w,

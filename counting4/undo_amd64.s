@@ -82,7 +82,7 @@ done:
 // positions down; k is at least 1 (New). The state is re-mixed in its
 // argument slot (R9 points at it), and the mask is built a byte per
 // chunk in its result slot (R14 points at the chunk's byte). Registers:
-// SI blk, BX nibbleOne, DX the positions left, R8 block; R11, R12, CX and
+// SI blk, BX nibbleOneByte, DX the positions left, R8 block; R11, R12, CX and
 // R13 the position's (slot1024_amd64.h), AX the re-mix's.
 #define XADD(t) NIB(t); ADDW(t, (SI)(R11*8), (R14))
 TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
@@ -110,7 +110,7 @@ TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
 	LEAQ	s+32(FP), R9
 	LEAQ	mask+56(FP), R14
 	MOVQ	$0, (R14)
-	LEAQ	·nibbleOne(SB), BX
+	LEAQ	·nibbleOneByte(SB), BX
 	MOVQ	k+40(FP), DX
 	CMPQ	DX, $8
 	JLT	tail
@@ -190,7 +190,7 @@ TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
 	LEAQ	s+32(FP), R9
 	LEAQ	mask+56(FP), R14
 	MOVQ	$0, (R14)
-	LEAQ	·nibbleOne(SB), BX
+	LEAQ	·nibbleOneByte(SB), BX
 	MOVQ	k+40(FP), DX
 	CMPQ	DX, $8
 	JLT	tail
