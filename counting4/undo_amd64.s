@@ -84,7 +84,7 @@ done:
 // chunk in its result slot (R14 points at the chunk's byte). Registers:
 // SI blk, BX nibbleOneByte, DX the positions left, R8 block; R11, R12, CX and
 // R13 the position's (slot1024_amd64.h), AX the re-mix's.
-#define XADD(t) NIB(t); ADDW(t, (SI)(R11*8), (R14))
+#define XADD(t) NIB(t); ADDW(t, (SI)(R11*8), R10)
 TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ	saved+0(FP), DI
 	MOVQ	block+8(FP), R8
@@ -108,8 +108,8 @@ TEXT ·undoAdd1024(SB), NOSPLIT|NOFRAME, $0-64
 	MOVQ	armed+16(FP), DX
 	MOVQ	DX, (R8)
 	LEAQ	s+32(FP), R9
-	LEAQ	mask+56(FP), R14
-	MOVQ	$0, (R14)
+	XORL	R10, R10
+	XORL	R14, R14
 	LEAQ	·nibbleOneByte(SB), BX
 	MOVQ	k+40(FP), DX
 	CMPQ	DX, $8
@@ -128,7 +128,8 @@ chunk:
 	MOVQ	(R9), AX
 	NEXTPROBE(AX, CX)
 	MOVQ	AX, (R9)
-	INCQ	R14
+	RORQ	$8, R10
+	ADDQ	$8, R14
 	CMPQ	DX, $8
 	JGE	chunk
 tail:
@@ -152,10 +153,12 @@ tail:
 	JEQ	done
 	XADD(6)
 done:
-	MOVQ	mask+56(FP), AX
+	MOVQ	R14, CX
+	ROLQ	CX, R10
 	MOVQ	changed+48(FP), R9
-	MOVQ	AX, (R9)
+	MOVQ	R10, (R9)
 	MOVQ	$0, (R8)
+	MOVQ	R10, mask+56(FP)
 	RET
 
 // func undoRemove1024(saved *[16]uint64, block *uint64, armed uint64, blk *uint64, s uint64, k int, changed *uint64) (mask uint64, ok bool)
@@ -167,7 +170,7 @@ done:
 // copy, saved; armed; the copy stored over the block; the changed mask;
 // disarmed). The walk and registers as undoAdd1024's, with SI the copy
 // and R10 scratch (REMW).
-#define XREM(t) NIB(t); REMW(t, (SI)(R11*8), (R14))
+#define XREM(t) NIB(t); REMW(t, (SI)(R11*8), DI)
 TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
 	MOVQ	blk+24(FP), DI
 	LEAQ	0(SP), SI
@@ -188,8 +191,8 @@ TEXT ·undoRemove1024(SB), NOSPLIT, $128-65
 	MOVOU	X6, 96(SI)
 	MOVOU	X7, 112(SI)
 	LEAQ	s+32(FP), R9
-	LEAQ	mask+56(FP), R14
-	MOVQ	$0, (R14)
+	XORL	DI, DI
+	XORL	R14, R14
 	LEAQ	·nibbleOneByte(SB), BX
 	MOVQ	k+40(FP), DX
 	CMPQ	DX, $8
@@ -208,7 +211,8 @@ chunk:
 	MOVQ	(R9), AX
 	NEXTPROBE(AX, CX)
 	MOVQ	AX, (R9)
-	INCQ	R14
+	RORQ	$8, DI
+	ADDQ	$8, R14
 	CMPQ	DX, $8
 	JGE	chunk
 tail:
@@ -232,7 +236,10 @@ tail:
 	JEQ	done
 	XREM(6)
 done:
-	MOVQ	mask+56(FP), AX
+	MOVQ	R14, CX
+	ROLQ	CX, DI
+	MOVQ	DI, AX
+	MOVQ	DI, mask+56(FP)
 	TESTQ	AX, AX
 	JEQ	unchanged // every counter saturated: nothing to store
 	MOVQ	saved+0(FP), DI
