@@ -104,7 +104,8 @@ type flushing struct {
 }
 
 // slotState is the handle's writer slot (slot.go), the records of its
-// operations in flight, and the guards Close waits for.
+// operations in flight, and the guards Close waits for (with the claimed
+// records: sharedFast's guard is its record's claim).
 type slotState struct {
 	slot   int // writer slot, -1 if read-only
 	rec    [header.RecordsPerSlot]record

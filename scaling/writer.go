@@ -84,8 +84,8 @@ func (sharedWriter) removeCounters(m *member, pr counting4.Probe, r *record) boo
 func (sharedWriter) sweepBuffer() *[]uint64 { return nil }
 
 // holdOps stops the handle's modifications: a shared handle's do not need
-// stopping (Close waits for their guards; Flush and RetireBefore take part
-// in the records' handshake, I2).
+// stopping (Close waits for their guards and claimed records; Flush and
+// RetireBefore take part in the records' handshake, I2).
 func (sharedWriter) holdOps(*Filter) func() { return func() {} }
 
 // closeWriter ends the writer at Close: nothing to give back on a shared
