@@ -190,16 +190,22 @@ func lastLines(s string, n int) string {
 //
 // Checked: with shutdown's wait for claimed records left out, a shared
 // round dies of "unexpected fault address" within a few rounds.
+//
+// Where counting4's prefetch is a load (386, purego), a write's prefetch
+// before its guard is a lookup's access, which the chain's mapKeep keeps
+// mapped and UnmapAtClose does not: there the rounds run without the knob,
+// and only the file's checks below apply.
 func TestCloseDuringWrites(t *testing.T) {
 	requireFiles(t)
 	rounds := 40
 	if testing.Short() {
 		rounds = 8
 	}
+	knobs := &testknobs.Knobs{UnmapAtClose: !prefetchLoads}
 	for round := range rounds {
 		excl := round%4 == 3
 		path := filepath.Join(t.TempDir(), "closew.dbl")
-		f, err := Create(path, &Options{Capacity: 200000, Exclusive: excl, knobs: &testknobs.Knobs{UnmapAtClose: true}})
+		f, err := Create(path, &Options{Capacity: 200000, Exclusive: excl, knobs: knobs})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -153,8 +153,9 @@ type guard struct {
 
 // record is one in-flight operation record in the mapped slot.
 type record struct {
-	rec  *header.Record // the mapped words (Word, New: the evidence of the CAS in doubt)
-	busy uint64         // 1: claimed by a goroutine of a shared handle (claim, free)
+	busy uint64           // 1: claimed by a goroutine of a shared handle (claim, free)
+	_    [0]atomic.Uint64 // (busy 8-aligned on 32-bit platforms, for its 64-bit atomics)
+	rec  *header.Record   // the mapped words (Word, New: the evidence of the CAS in doubt)
 	// A line each, as when the record held its eight word pointers: the
 	// goroutines of a handle claim busy flags at once, and four records to
 	// a line would make their claims contend.
