@@ -10,7 +10,7 @@ package counting4
 // Elsewhere it loads the lines' first words. It never
 // changes the result of ContainsProbe.
 func (f *Filter) PrefetchProbe(p Probe) {
-	if f.layout == Blocked1024 { // (the default layout: a call the caller inlines)
+	if f.layout == Blocked1024 { // (the default layout, tested first)
 		prefetch2(&f.words[p.base>>4])
 		return
 	}
