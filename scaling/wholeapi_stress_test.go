@@ -88,7 +88,8 @@ const (
 	waHotRems  = waHotAvail + waHot
 	waRem      = waHotRems + waHot               // + writer*waRemSlots + i: a removable key (see remWord)
 	waTwin     = waRem + waMaxWriters*waRemSlots // + 4*twin slot: see twin
-	waWords    = waTwin + 4*waTwins
+	waClosing  = waTwin + 4*waTwins              // + 2*writer: tag and count of its keys added while its handle closes
+	waWords    = waClosing + 2*waMaxWriters
 
 	waMaxWriters = 64
 	waHot        = 4
@@ -659,16 +660,19 @@ func (wk *waWorker) toggleOwn() {
 
 // addWhileClosing adds keys of its own (not checked keys: the worker's
 // count is not touched) on h until h reports ErrClosed, then checks on the
-// shared handle that every Add that returned nil is there (its id is the
-// newest hot pair's, above every cut).
+// shared handle that every Add that returned nil is there. Their id is
+// the newest hot pair's, above every cut; a compaction's source has them
+// (the worker's closing words, counted before each Add).
 func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, done *sync.WaitGroup) {
 	defer done.Done()
 	s := wk.s
-	id := hotID(waHot - 1)
-	var kept [][]byte
-	for i := 0; ; i++ {
-		k := fmt.Appendf(nil, "closing-%x-%d", tag, i)
-		err := h.Add(k, id)
+	tagW, cntW := waClosing+2*wk.w, waClosing+2*wk.w+1
+	s.shm.Store(cntW, 0)
+	s.shm.Store(tagW, tag)
+	var kept []uint64
+	for i := uint64(0); ; i++ {
+		s.shm.Store(cntW, i+1) // before the Add: a compaction's source counts it
+		err := h.Add(closingKey(tag, i), closingID)
 		if errors.Is(err, scaling.ErrClosed) {
 			break
 		}
@@ -676,15 +680,20 @@ func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, d
 			wk.writeErr(err, fmt.Sprintf("Add racing the Close of %s", how))
 			break
 		}
-		kept = append(kept, k)
+		kept = append(kept, i)
 	}
 	s.count(waClosingWrites)
-	for _, k := range kept {
-		if !s.shared.Contains(k) && id >= s.cut() {
-			s.fail("%q, added on %s before its Close returned ErrClosed, is absent", k, how)
+	for _, i := range kept {
+		if !s.shared.Contains(closingKey(tag, i)) && closingID >= s.cut() {
+			s.fail("%q, added on %s before its Close returned ErrClosed, is absent", closingKey(tag, i), how)
 		}
 	}
 }
+
+// closingID is the id of addWhileClosing's keys: the newest hot pair's.
+const closingID = waHotBase + 13*(waHot-1)
+
+func closingKey(tag, i uint64) []byte { return fmt.Appendf(nil, "closing-%x-%d", tag, i) }
 
 // lifecycle runs one of the operations that stop or replace the file,
 // after checking that no two filters' id ranges overlap.
@@ -859,6 +868,18 @@ func (s *waRun) source() recover.Source {
 			for range max(copies, 0) {
 				if err := add(twinKey(i, gid>>32), gid&0xffffffff); err != nil {
 					return err
+				}
+			}
+		}
+		for w := range s.cfg.writers() {
+			// The keys added on a handle while it closed (addWhileClosing),
+			// the newest companion's: they are checked after its Close.
+			tag, cnt := s.shm.Load(waClosing+2*w), s.shm.Load(waClosing+2*w+1)
+			for i := range cnt {
+				if in(closingID) {
+					if err := add(closingKey(tag, i), closingID); err != nil {
+						return err
+					}
 				}
 			}
 		}
