@@ -85,13 +85,7 @@ func casBlock[B [BlockCounters512 / 16]uint64 | [BlockCounters1024 / 16]uint64](
 			o := atomic.LoadUint64(&b[wi])
 			v, m, zero := wordGroup(nw, p.s, f.k, wi, o, add)
 			if !add && zero {
-				// Another remover got there first: restore what this one
-				// changed.
-				f.touch(first)
-				var pos [MaxK]uint64
-				f.layout.Positions(p.h, f.counters, f.k, pos[:])
-				f.undo(pos[:f.k], -1, rec, changed&^changed0)
-				rec.doubt(0)
+				f.restoreLostRemove(p, rec, changed&^changed0)
 				return false
 			}
 			if m == 0 {
@@ -136,18 +130,23 @@ func casBlock1024(f *Filter, p Probe, add bool, rec *Record) bool {
 	case casAbsent:
 		return false // a counter is zero: the key is not there
 	case casRaced:
-		// Another remover got there first: restore what this one
-		// changed.
-		f.touch(first)
-		var pos [MaxK]uint64
-		f.layout.Positions(p.h, f.counters, f.k, pos[:])
-		f.undo(pos[:f.k], -1, rec, changed&^changed0)
-		rec.doubt(0)
+		f.restoreLostRemove(p, rec, changed&^changed0)
 		return false
 	}
 	f.touch(first) // (a block lies in one page)
 	rec.doubt(0)
 	return true
+}
+
+// restoreLostRemove puts back what a Remove of probe p changed (the
+// positions of mask) once another remover got to one of its counters
+// first (casBlock, casBlock1024), and clears the record's doubt.
+func (f *Filter) restoreLostRemove(p Probe, rec *Record, mask uint64) {
+	f.touch(p.base >> 4)
+	var pos [MaxK]uint64
+	f.layout.Positions(p.h, f.counters, f.k, pos[:])
+	f.undo(pos[:f.k], -1, rec, mask)
+	rec.doubt(0)
 }
 
 // casUpdate1024's results: the change made, the key absent (nothing
