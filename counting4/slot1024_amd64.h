@@ -45,3 +45,32 @@
 	SUBQ	R12, R13; \
 	MOVQ	R13, w; \
 	ORB	$(1<<t), m
+
+// BLKLOAD(o, r) loads the 16 words at o(r) (a Blocked1024 block, or a
+// copy of one) into X0–X7, 16 bytes each; BLKSTORE(o, r) stores X0–X7
+// there. The LO forms move the first 8 words (X0–X3), the HI forms the
+// last 8 (X4–X7): a Blocked512 block is the LO half (applyUndo). Each
+// 16-byte access is two aligned words, which a lookup's 8-byte load sees
+// whole.
+#define BLKLOADLO(o, r) \
+	MOVOU	(o+0)(r), X0; \
+	MOVOU	(o+16)(r), X1; \
+	MOVOU	(o+32)(r), X2; \
+	MOVOU	(o+48)(r), X3
+#define BLKLOADHI(o, r) \
+	MOVOU	(o+64)(r), X4; \
+	MOVOU	(o+80)(r), X5; \
+	MOVOU	(o+96)(r), X6; \
+	MOVOU	(o+112)(r), X7
+#define BLKLOAD(o, r) BLKLOADLO(o, r); BLKLOADHI(o, r)
+#define BLKSTORELO(o, r) \
+	MOVOU	X0, (o+0)(r); \
+	MOVOU	X1, (o+16)(r); \
+	MOVOU	X2, (o+32)(r); \
+	MOVOU	X3, (o+48)(r)
+#define BLKSTOREHI(o, r) \
+	MOVOU	X4, (o+64)(r); \
+	MOVOU	X5, (o+80)(r); \
+	MOVOU	X6, (o+96)(r); \
+	MOVOU	X7, (o+112)(r)
+#define BLKSTORE(o, r) BLKSTORELO(o, r); BLKSTOREHI(o, r)
