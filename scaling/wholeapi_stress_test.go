@@ -684,13 +684,14 @@ func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, d
 	}
 	s.count(waClosingWrites)
 	for _, i := range kept {
-		if !s.shared.Contains(closingKey(tag, i)) && closingID >= s.cut() {
+		if !s.shared.Contains(closingKey(tag, i)) { // (closingID is above every cut)
 			s.fail("%q, added on %s before its Close returned ErrClosed, is absent", closingKey(tag, i), how)
 		}
 	}
 }
 
-// closingID is the id of addWhileClosing's keys: the newest hot pair's.
+// closingID is the id of addWhileClosing's keys: the newest hot pair's,
+// above waCutMax, so no retirement takes them.
 const closingID = waHotBase + 13*(waHot-1)
 
 func closingKey(tag, i uint64) []byte { return fmt.Appendf(nil, "closing-%x-%d", tag, i) }
