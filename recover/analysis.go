@@ -115,6 +115,7 @@ type lineRead struct {
 	strayCounts         bool                   // counts of slots the writers word does not name are not zero
 	lineOK              bool                   // mark, id range and the reserved word are plausible
 	itemsOK             bool                   // 0 ≤ items ≤ capacity + slack
+	noneOverEntries     bool                   // the index state reads none over stored entries (checkIndexState)
 }
 
 // counterRead is what reading a filter's counters found.

@@ -85,6 +85,7 @@ func (a *analysis) checkIndexState(img image) error {
 				"the late-add index state is %d (none), but entry %d holds %#x, and the state is made allocated before an entry is stored: the state word is damaged (a Rebuild would trust it and leave the filter's late Adds out); Repair sets it to %d",
 				header.IndexNone, (at-d.IndexOffset())/header.IndexEntrySize, le.Uint32(chunk[off:]), header.IndexAllocated)
 			fi.line.Index = header.IndexAllocated // as Repair writes it
+			fi.noneOverEntries = true
 			return false
 		})
 		if err != nil {
@@ -257,8 +258,10 @@ func (p *patch) fixFields(a *analysis) {
 	}
 	for i := range a.filters {
 		fi := &a.filters[i]
-		if fi.line.Index == header.IndexAllocated && header.ReadLine(p.head, fi.desc.Slot).Index == header.IndexNone {
-			// (checkIndexState found entries: a Rebuild of the filter set it already.)
+		if fi.noneOverEntries && header.ReadLine(p.head, fi.desc.Slot).Index == header.IndexNone {
+			// (Unless a Rebuild of the filter set it already. Only the
+			// flag says the state was read as none: an allocated state on
+			// a filter with no index is fixLines' to lower, not to keep.)
 			p.editLine(fi.desc.Slot, func(l *header.Line) { l.Index = header.IndexAllocated })
 			p.act("set the late-add index state of filter %d to allocated: its index holds entries", fi.desc.Slot)
 		}

@@ -199,3 +199,47 @@ func TestIndexStateNoneOverEntries(t *testing.T) {
 		t.Logf("negative control: a Rebuild trusting the damaged state loses %d of 40 late keys", n)
 	}
 }
+
+// TestIndexStateAllocatedWithoutIndex: the late-add index state of a filter
+// that has no index, set to allocated (CI's fuzzer found it). Repair
+// lowered it to none and then raised it again, taking it for a state
+// checkIndexState had read as none over entries: the file never came out
+// clean. Checked: the old fixFields fails it.
+func TestIndexStateAllocatedWithoutIndex(t *testing.T) {
+	base, err := fuzzBase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metaOf(t, base)
+	d := m.Filters[0]
+	if d.IndexBytes() != 0 {
+		t.Fatal("fixture: filter 0 has a late-add index")
+	}
+	idx := header.FilterLineOffset(d.Slot) + header.FilterIndexOffset
+	img := alignedCopy(base)
+	le.PutUint64(img[idx:], header.IndexAllocated)
+	_, rep := verifyBytes(t, img)
+	if rep.State != Damaged || !hasFinding(rep, "late-add index", d.Slot) {
+		dumpReport(t, rep)
+		t.Fatalf("Verify: %s, want damaged at the index state", rep.State)
+	}
+	for _, src := range []Source{nil, fuzzSource} {
+		a, err := analyze(bytesImage(img), parseBootID(testBoot), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := a.plan(bytesImage(img), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := p.apply(bytesImage(img))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after := verifyBytes(t, out)
+		if after.State != Clean || le.Uint64(out[idx:]) != header.IndexNone {
+			dumpReport(t, after)
+			t.Fatalf("after Repair (source %v): %s, index state %d", src != nil, after.State, le.Uint64(out[idx:]))
+		}
+	}
+}
