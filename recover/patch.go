@@ -557,8 +557,34 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	if r.count > itemLimit(d.Capacity) {
 		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", r.count, i, d.Capacity)
 	}
+	if lk.index == nil && d.IndexBytes() > 0 {
+		if err := p.zeroStrayIndex(img, &d); err != nil {
+			return err
+		}
+	}
 	p.storeRefill(a, i, r, lo, hi, ask)
 	return nil
+}
+
+// zeroStrayIndex zeroes the chunks of the late-add index of d, a filter
+// rebuilt without one (newLateKeys found its state none), that hold
+// anything: no entry can be there, since the state is made allocated
+// before the first is stored, and Verify reads such bytes as entries.
+// (A damaged length of the filter moves the region over other bytes: the
+// fuzzer found it.) Its holes, most of an index, stay holes.
+func (p *patch) zeroStrayIndex(img image, d *header.FilterDesc) error {
+	off := d.IndexOffset()
+	n := min(d.IndexBytes(), img.Size()-off) // (a cut filter: past the end is zero)
+	if n <= 0 {
+		return nil
+	}
+	r := &chunkReader{img: img}
+	return r.each(off, n, func(pos int64, chunk []byte) bool {
+		if firstNonZero(chunk) >= 0 {
+			p.filters[off+pos] = make([]byte, len(chunk))
+		}
+		return true
+	})
 }
 
 // refill is the counters of a filter being rebuilt, and what rebuild
