@@ -41,6 +41,7 @@ type member struct {
 	retired, replaced *uint64
 	tk                *testknobs.Knobs // the handle's (nil: none; see gone)
 	salt              uint64           // added to the native hash (0 for the original's hash)
+	blocked           bool             // cf's layout is blocked: a Remove decides before its first store (removeRoute)
 	line              *header.Line     // the filter's hot line (Pending: Adds admitted, not yet counted; see admit)
 	ix                lateIndex        // empty for a filter without one
 	ps                pageSums         // the check pages (empty without them)

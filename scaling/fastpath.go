@@ -38,18 +38,21 @@ import (
 // is released without a defer.
 
 // exclFast runs the Add (op header.OpAdd) or Remove of key with id on f,
-// whose writer is w, if it is the common case; ok false means it changed
-// nothing and the caller runs the general path.
-func (f *Filter) exclFast(w *exclWriter, key []byte, id uint64, op uint64) (ok bool, err error) {
+// whose writer is f.fast.excl: the common case here, everything else by
+// the general path (modifySlow), called before anything changed. Both
+// operations are written out in this one function, sharing the jumps at
+// its end: a function for each, called from here, cost 26 instructions
+// an operation (bench/instructions.sh).
+func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
+	w := f.fast.excl
 	c := f.chain.Load()
 	if c == nil || c.hasMurmur || c.legacy || id > header.MaxID {
-		return false, nil
+		return f.modifySlow(key, id, op)
 	}
 	// Guess the filter and start its block's miss before the hold, as
-	// prefetchTarget does; everything is decided again under it. (This
-	// and the Removes' route checks are written out in both writers'
-	// paths: calling prefetchTarget cost 35 instructions an operation,
-	// a shared route-check function 13 a Remove; bench/instructions.sh.)
+	// prefetchTarget does; everything is decided again under it. (The
+	// guess is written out in both writers' paths: calling prefetchTarget
+	// cost 35 instructions an operation; bench/instructions.sh.)
 	i := len(c.f) - 1
 	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
 		i--
@@ -60,119 +63,132 @@ func (f *Filter) exclFast(w *exclWriter, key []byte, id uint64, op uint64) (ok b
 	m.cf.PrefetchProbe(pr)
 	w.wmu.Lock()
 	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
-		w.wmu.Unlock()
-		return false, nil
+		goto slow
 	}
 	if op == header.OpAdd {
-		ok, err = f.exclFastAdd(w, c, m, kh, pr, id)
-	} else {
-		ok, err = f.exclFastRemove(w, c, m, kh, pr, id)
+		// route, admit: the newest filter, with room counted
+		// (exclWriter.admit).
+		if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) ||
+			m.room == 0 || m.roomLimit != m.desc.Capacity {
+			goto slow
+		}
+		// claim, gate (I2).
+		r := &f.rec[0]
+		rec := r.rec
+		counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
+		if m.gone() {
+			goto undone
+		}
+		// dirty (I1).
+		if !f.writable(&m.line.Mark) {
+			if err := f.ensureDirty(&m.line.Mark); err != nil {
+				r.endExcl(false)
+				w.wmu.Unlock()
+				return err
+			}
+		}
+		// range (I8): exclWriter.widen, which needs no widening over a
+		// seal here.
+		v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
+		if id > v&header.MaxID {
+			if v&header.Sealed != 0 {
+				goto undone
+			}
+			counting4.StoreOrdered(&m.line.MaxID, id)
+		}
+		if id < lo {
+			counting4.StoreOrdered(&m.line.MinID, id)
+		}
+		m.room--
+		// apply, count, finish.
+		rc := r.counters()
+		m.cf.AddExcl(pr, &rc)
+		if p := m.own; p != nil && m.ownMarked.Load() { // (exclWriter.count's common case)
+			counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
+			m.ps.mark(m.countsPage)
+		} else {
+			w.count(m, 1)
+		}
+		r.endExcl(true)
+		w.wmu.Unlock()
+		return nil
 	}
+	// The Remove. Route (removeRoute).
+	if !removeRoute(c, m, id) {
+		goto slow
+	}
+	{
+		// claim, gate (I2).
+		r := &f.rec[0]
+		rec := r.rec
+		counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
+		if m.gone() || !f.writable(&m.line.Mark) {
+			goto undone // (not marked dirty: removeInRange tests presence first)
+		}
+		// apply: RemoveExcl decides before its first store (I5).
+		rc := r.counters()
+		if !m.cf.RemoveExcl(pr, &rc) {
+			r.endExcl(false)
+			w.wmu.Unlock()
+			return ErrNotPresent
+		}
+		// count, finish.
+		if p := m.own; p != nil && m.ownMarked.Load() && atomic.LoadUint64(&rec.Changed) != 0 {
+			counting4.StoreOrdered(p, atomic.LoadUint64(p)-1) // (exclWriter.uncount's common case)
+			m.ps.mark(m.countsPage)
+		} else {
+			w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
+		}
+		r.endExcl(true)
+		w.wmu.Unlock()
+		return nil
+	}
+undone: // the record claimed, nothing changed: finished as not completed (I6)
+	f.rec[0].endExcl(false)
+slow:
 	w.wmu.Unlock()
-	return ok, err
+	return f.modifySlow(key, id, op)
 }
 
-// exclFastAdd is exclFast's Add to m, under the hold.
-func (f *Filter) exclFastAdd(w *exclWriter, c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
-	// route, admit: the newest filter, with room counted (exclWriter.admit).
-	if m != c.f[len(c.f)-1] || id < atomic.LoadUint64(&m.line.MinID) ||
-		m.room == 0 || m.roomLimit != m.desc.Capacity {
-		return false, nil
+// removeRoute reports whether a Remove of id from m, the filter the fast
+// paths guessed, is their case: m's layout is blocked (its counter update
+// decides before its first store), no filter of c has a late-add index
+// allocated (findLate has no copy to look for), and of c's id ranges m's
+// alone holds id (rangeTarget). One pass over the chain, inlined.
+func removeRoute(c *chain, m *member, id uint64) bool {
+	if !m.blocked {
+		return false
 	}
-	// claim, gate (I2).
-	r := &f.rec[0]
-	rec := r.rec
-	counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpAdd, m.idx)))
-	if m.gone() {
-		r.endExcl(false)
-		return false, nil
-	}
-	// dirty (I1).
-	if !f.writable(&m.line.Mark) {
-		if err := f.ensureDirty(&m.line.Mark); err != nil {
-			r.endExcl(false)
-			return true, err
-		}
-	}
-	// range (I8): exclWriter.widen, which needs no widening over a seal here.
-	v, lo := atomic.LoadUint64(&m.line.MaxID), atomic.LoadUint64(&m.line.MinID)
-	if id > v&header.MaxID {
-		if v&header.Sealed != 0 {
-			r.endExcl(false)
-			return false, nil
-		}
-		counting4.StoreOrdered(&m.line.MaxID, id)
-	}
-	if id < lo {
-		counting4.StoreOrdered(&m.line.MinID, id)
-	}
-	m.room--
-	// apply, count, finish.
-	rc := r.counters()
-	m.cf.AddExcl(pr, &rc)
-	if p := m.own; p != nil && m.ownMarked.Load() { // (exclWriter.count's common case)
-		counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
-		m.ps.mark(m.countsPage)
-	} else {
-		w.count(m, 1)
-	}
-	r.endExcl(true)
-	return true, nil
-}
-
-// exclFastRemove is exclFast's Remove from m, under the hold.
-func (f *Filter) exclFastRemove(w *exclWriter, c *chain, m *member, kh uint64, pr counting4.Probe, id uint64) (bool, error) {
-	// route: no late copy to look for (findLate), and m's range alone
-	// holds id (rangeTarget).
+	held := false
 	for _, x := range c.f {
 		if x.indexAllocated() {
-			return false, nil
+			return false
+		}
+		if id >= atomic.LoadUint64(&x.line.MinID) && id <= atomic.LoadUint64(&x.line.MaxID)&header.MaxID {
+			if x != m {
+				return false
+			}
+			held = true
 		}
 	}
-	if only, n := inRange(c, id); n != 1 || only != m || m.cf.Layout().BlockWords() == 0 {
-		return false, nil
-	}
-	// claim, gate (I2).
-	r := &f.rec[0]
-	rec := r.rec
-	counting4.StoreOrdered2(&rec.Hash, kh, &rec.Op, uint64(header.OpWord(atomic.LoadUint64(&rec.Op)).Begin(header.OpRemove, m.idx)))
-	if m.gone() || !f.writable(&m.line.Mark) {
-		// (Not marked dirty: removeInRange tests presence first.)
-		r.endExcl(false)
-		return false, nil
-	}
-	// apply: RemoveExcl decides before its first store (I5).
-	rc := r.counters()
-	if !m.cf.RemoveExcl(pr, &rc) {
-		r.endExcl(false)
-		return true, ErrNotPresent
-	}
-	// count, finish.
-	if p := m.own; p != nil && m.ownMarked.Load() && atomic.LoadUint64(&rec.Changed) != 0 {
-		counting4.StoreOrdered(p, atomic.LoadUint64(p)-1) // (exclWriter.uncount's common case)
-		m.ps.mark(m.countsPage)
-	} else {
-		w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
-	}
-	r.endExcl(true)
-	return true, nil
+	return held
 }
 
 // sharedFast is exclFast for a shared handle (its writer sharedWriter):
 // the same common case, with a shared handle's steps (the chunked
 // admission from a reservation the shard still holds, a record of the
 // slot, compare-and-swaps), each the sharedWriter method the general path
-// calls or its first test inlined; ok false means it changed nothing and
-// the caller runs the general path. Its guard is the claim of its record
+// calls or its first test inlined; what it does not take it leaves to the
+// general path (modifySlow), before it changed anything. Its guard is the claim of its record
 // (claim): shutdown waits for claimed records as for guards, and the claim
 // is taken before closed and the chain are read, as enter takes a guard.
 // One record is tried, the one claimRecord tries first; if another
 // goroutine has it, the general path looks further. An Add that finds its
 // filter gone at the gate leaves its admission unreleased, as addOnce does.
-func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err error) {
+func (f *Filter) sharedFast(key []byte, id uint64, op uint64) error {
 	c := f.chain.Load()
 	if c == nil || f.ro || c.hasMurmur || c.legacy || id > header.MaxID {
-		return false, nil
+		return f.modifySlow(key, id, op)
 	}
 	i := len(c.f) - 1
 	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
@@ -185,16 +201,23 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) (ok bool, err erro
 	m.cf.PrefetchProbe(pr)
 	r := &f.rec[kh%uint64(len(f.rec))]
 	if !r.claim() { // (enter)
-		return false, nil
+		return f.modifySlow(key, id, op)
 	}
 	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
 		r.free()
-		return false, nil
+		return f.modifySlow(key, id, op)
 	}
+	var ok bool
+	var err error
 	if op == header.OpAdd {
-		return f.sharedFastAdd(c, m, h, kh, pr, id, r)
+		ok, err = f.sharedFastAdd(c, m, h, kh, pr, id, r)
+	} else {
+		ok, err = f.sharedFastRemove(c, m, kh, pr, id, r)
 	}
-	return f.sharedFastRemove(c, m, kh, pr, id, r)
+	if !ok {
+		return f.modifySlow(key, id, op)
+	}
+	return err
 }
 
 // sharedFastAdd is sharedFast's Add to m with claimed record r, which it
@@ -260,13 +283,7 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 // which it frees.
 func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.Probe, id uint64, r *record) (bool, error) {
 	var w sharedWriter
-	for _, x := range c.f {
-		if x.indexAllocated() {
-			r.free()
-			return false, nil
-		}
-	}
-	if only, n := inRange(c, id); n != 1 || only != m || m.cf.Layout().BlockWords() == 0 {
+	if !removeRoute(c, m, id) {
 		r.free()
 		return false, nil
 	}

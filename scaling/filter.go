@@ -26,7 +26,8 @@ type Filter struct {
 
 	// w is the handle's writer (writer.go), chosen before it is shared;
 	// an exclusive handle's holds the state only it has (exclusive.go).
-	w writer
+	w    writer
+	fast fastPath // the straight-line path w takes (setWriter)
 
 	succ successor // moving to a file that replaced this one (successor.go)
 

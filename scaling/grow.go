@@ -84,7 +84,7 @@ func (f *Filter) newMember(seq uint64, d header.FilterDesc) (*member, error) {
 	}
 	mb := &member{
 		desc: d, cf: cf, idx: i, seq: seq, retired: f.retired, replaced: f.replaced, tk: f.tk,
-		line: header.LineAt(f.hot, i),
+		line: header.LineAt(f.hot, i), blocked: cf.Layout().BlockWords() != 0,
 	}
 	if d.HashID == header.HashXXH64Seeded {
 		mb.salt = counting4.Salt(i)

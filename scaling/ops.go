@@ -124,16 +124,12 @@ func (f *Filter) Remove(key []byte, id uint64) error {
 func (f *Filter) RemoveString(key string, id uint64) error { return f.Remove(bytesOf(key), id) }
 
 func (f *Filter) modify(key []byte, id uint64, op uint64) error {
-	switch w := f.w.(type) { // the common case (fastpath.go)
-	case *exclWriter:
-		if done, err := f.exclFast(w, key, id, op); done {
-			return err
-		}
-	case sharedWriter:
-		if done, err := f.sharedFast(key, id, op); done {
-			return err
-		}
-	}
+	return f.fast.op(f, key, id, op) // (setWriter)
+}
+
+// modifySlow is modify's general path: everything, and the fast paths'
+// fallback.
+func (f *Filter) modifySlow(key []byte, id uint64, op uint64) error {
 	err := f.modifyOnce(key, id, op)
 	for f.again(err) { // the file was replaced (see Contains)
 		f = f.live()

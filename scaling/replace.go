@@ -75,7 +75,8 @@ func freezeOnce(path string, wait time.Duration) (_ *Frozen, err error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{mapping: mapping{r: mf, file: mf}, settings: settings{timeout: wait}, slotState: slotState{slot: -1}, w: sharedWriter{}, succ: successor{path: path}}
+	f := &Filter{mapping: mapping{r: mf, file: mf}, settings: settings{timeout: wait}, slotState: slotState{slot: -1}, succ: successor{path: path}}
+	f.setWriter(sharedWriter{})
 	defer func() {
 		if err != nil {
 			mf.Close()
