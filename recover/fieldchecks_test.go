@@ -141,17 +141,10 @@ func TestIndexStateNoneOverEntries(t *testing.T) {
 	}
 	m := metaOf(t, base)
 	newest := m.Filters[len(m.Filters)-1]
-	idx := header.FilterLineOffset(newest.Slot) + header.FilterIndexOffset
-	if le.Uint64(base[idx:]) != header.IndexAllocated {
+	if le.Uint64(base[header.FilterLineOffset(newest.Slot)+header.FilterIndexOffset:]) != header.IndexAllocated {
 		t.Fatal("fixture: the newest filter has no late-add index")
 	}
-	img := alignedCopy(base)
-	le.PutUint64(img[idx:], header.IndexNone)
-	_, rep := verifyBytes(t, img)
-	if rep.State != Damaged || !hasFinding(rep, "late-add index", newest.Slot) {
-		dumpReport(t, rep)
-		t.Fatalf("Verify: %s, want damaged at the index state", rep.State)
-	}
+	img, idx := damageIndexState(t, base, newest.Slot, header.IndexNone)
 	out, _, after := repairBytes(t, img)
 	if after.State != Clean || le.Uint64(out[idx:]) != header.IndexAllocated {
 		dumpReport(t, after)
@@ -215,31 +208,27 @@ func TestIndexStateAllocatedWithoutIndex(t *testing.T) {
 	if d.IndexBytes() != 0 {
 		t.Fatal("fixture: filter 0 has a late-add index")
 	}
-	idx := header.FilterLineOffset(d.Slot) + header.FilterIndexOffset
-	img := alignedCopy(base)
-	le.PutUint64(img[idx:], header.IndexAllocated)
-	_, rep := verifyBytes(t, img)
-	if rep.State != Damaged || !hasFinding(rep, "late-add index", d.Slot) {
-		dumpReport(t, rep)
-		t.Fatalf("Verify: %s, want damaged at the index state", rep.State)
-	}
+	img, idx := damageIndexState(t, base, d.Slot, header.IndexAllocated)
 	for _, src := range []Source{nil, fuzzSource} {
-		a, err := analyze(bytesImage(img), parseBootID(testBoot), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := a.plan(bytesImage(img), src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.apply(bytesImage(img))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, after := verifyBytes(t, out)
+		out, _, after := repairWith(t, img, src)
 		if after.State != Clean || le.Uint64(out[idx:]) != header.IndexNone {
 			dumpReport(t, after)
 			t.Fatalf("after Repair (source %v): %s, index state %d", src != nil, after.State, le.Uint64(out[idx:]))
 		}
 	}
+}
+
+// damageIndexState returns a copy of base with the late-add index state
+// of the filter in directory entry slot set to v, and the state's offset,
+// after checking that Verify reports the word damaged.
+func damageIndexState(t *testing.T, base []byte, slot int, v uint64) ([]byte, int64) {
+	t.Helper()
+	idx := header.FilterLineOffset(slot) + header.FilterIndexOffset
+	img := alignedCopy(base)
+	le.PutUint64(img[idx:], v)
+	if _, rep := verifyBytes(t, img); rep.State != Damaged || !hasFinding(rep, "late-add index", slot) {
+		dumpReport(t, rep)
+		t.Fatalf("Verify: %s, want damaged at the index state", rep.State)
+	}
+	return img, idx
 }

@@ -246,13 +246,19 @@ func counterValues(b []byte, d header.FilterDesc) []uint8 {
 // before and after.
 func repairBytes(t *testing.T, b []byte) (out []byte, before, after *Report) {
 	t.Helper()
+	return repairWith(t, b, nil)
+}
+
+// repairWith is repairBytes by a Rebuild from src (nil: a Repair).
+func repairWith(t *testing.T, b []byte, src Source) (out []byte, before, after *Report) {
+	t.Helper()
 	boot := parseBootID(testBoot)
 	a, err := analyze(bytesImage(b), boot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before = a.report("")
-	p, err := a.plan(bytesImage(b), nil)
+	p, err := a.plan(bytesImage(b), src)
 	if err != nil {
 		t.Fatal(err)
 	}
