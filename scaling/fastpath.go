@@ -19,8 +19,8 @@ import (
 // min id, or a Remove whose id one filter's range alone holds, in a chain
 // with no filter of the original's hash, no late-add index allocated, not
 // routed as 1.0 did (testknobs.Knobs.LegacyRouting), and no route hook
-// (testknobs.Knobs.RouteHook: the writer is then wrapped, and not an
-// *exclWriter); the chain still current under the hold, the filter not
+// (testknobs.Knobs.RouteHook: the writer is then wrapped, and setWriter
+// chooses the general path alone); the chain still current under the hold, the filter not
 // gone, marked dirty in this epoch (an Add marks it; a Remove falls back),
 // with admission room counted in process memory, an id range that needs
 // no widening over a seal, and a blocked layout for a Remove (its counter
@@ -179,9 +179,10 @@ func removeRoute(c *chain, m *member, id uint64) bool {
 // admission from a reservation the shard still holds, a record of the
 // slot, compare-and-swaps), each the sharedWriter method the general path
 // calls or its first test inlined; what it does not take it leaves to the
-// general path (modifySlow), before it changed anything. Its guard is the claim of its record
-// (claim): shutdown waits for claimed records as for guards, and the claim
-// is taken before closed and the chain are read, as enter takes a guard.
+// general path (modifySlow), before it changed anything. Its guard is the
+// claim of its record (claim): shutdown waits for claimed records as for
+// guards, and the claim is taken before closed and the chain are read, as
+// enter takes a guard.
 // One record is tried, the one claimRecord tries first; if another
 // goroutine has it, the general path looks further. An Add that finds its
 // filter gone at the gate leaves its admission unreleased, as addOnce does.
