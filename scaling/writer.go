@@ -92,34 +92,6 @@ func (sharedWriter) holdOps(*Filter) func() { return func() {} }
 // handle.
 func (sharedWriter) closeWriter(*Filter) {}
 
-// setWriter makes w the handle's writer (writer.go), wrapped in a
-// routeHookWriter if its knobs have a RouteHook: the hook is chosen here,
-// once, and no step of an operation tests for it.
-func (f *Filter) setWriter(w writer) {
-	f.fast = fastPath{op: (*Filter).modifySlow}
-	switch w := w.(type) {
-	case *exclWriter:
-		f.fast = fastPath{op: (*Filter).exclFast, excl: w}
-	case sharedWriter:
-		f.fast.op = (*Filter).sharedFast
-	}
-	if f.tk != nil && f.tk.RouteHook != nil {
-		w = routeHookWriter{writer: w, hook: f.tk.RouteHook}
-		f.fast = fastPath{op: (*Filter).modifySlow} // (the hook is the general path's)
-	}
-	f.w = w
-}
-
-// fastPath is how a handle's Add and Remove run, chosen with its writer
-// (setWriter): by the straight-line path of the writer (fastpath.go) or,
-// for a wrapped writer, by the general path alone. One indirect call,
-// where a type switch on the writer cost 17 instructions an operation
-// (bench/instructions.sh).
-type fastPath struct {
-	op   func(f *Filter, key []byte, id uint64, op uint64) error // exclFast, sharedFast or modifySlow
-	excl *exclWriter                                             // exclFast's writer, f.w itself
-}
-
 // routeHookWriter is the writer of a handle whose knobs have a RouteHook
 // (testknobs.Knobs): its own writer, with the hook run once an Add is
 // routed to a filter, before its record is claimed.
