@@ -81,3 +81,9 @@ var errRetired = errors.New("dablooms: filter retired")
 func (m *member) gone() bool {
 	return (m.seq < atomic.LoadUint64(m.retired) || atomic.LoadUint64(m.replaced) != header.ReplaceNone) && !knob(m.tk).SkipGoneCheck
 }
+
+// holds reports whether m's id range holds id (an empty range, min id
+// above max id, holds none).
+func (m *member) holds(id uint64) bool {
+	return id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID
+}

@@ -193,7 +193,7 @@ func removeRoute(c *chain, m *member, id uint64) bool {
 		if x.indexAllocated() {
 			return false
 		}
-		if id >= atomic.LoadUint64(&x.line.MinID) && id <= atomic.LoadUint64(&x.line.MaxID)&header.MaxID {
+		if x.holds(id) {
 			if x != m {
 				return false
 			}

@@ -5,7 +5,6 @@ package scaling
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/dablooms/dablooms/header"
 )
@@ -172,7 +171,7 @@ func prefetchFor(c *chain, h hashes, id uint64, op uint64) {
 		return
 	}
 	for _, m := range c.f {
-		if id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
+		if m.holds(id) {
 			m.cf.PrefetchProbe(m.cf.Prepare(m.keyHash(h)))
 		}
 	}

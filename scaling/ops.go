@@ -510,7 +510,7 @@ func inRange(c *chain, id uint64) (*member, int) {
 	n := 0
 	for i := len(c.f) - 1; i >= 0 && n < 2; i-- {
 		m := c.f[i]
-		if id >= atomic.LoadUint64(&m.line.MinID) && id <= atomic.LoadUint64(&m.line.MaxID)&header.MaxID {
+		if m.holds(id) {
 			only = m
 			n++
 		}
