@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
@@ -16,8 +19,8 @@ import (
 // TestFastPathMatchesGeneral runs one sequence of Adds and Removes (in
 // order, late, repeated, absent, across growths) on two files: one through
 // the straight paths of fastpath.go, one through ops.go's general path
-// alone (a route hook wraps the writer, which modify then does not take
-// for a straight path). Every call must return the same error, and the
+// alone (a route hook wraps the writer, and setWriter then chooses the
+// general path; the test checks each handle's choice). Every call must return the same error, and the
 // files must hold the same bytes from the data region on (counters,
 // changed maps, item counts, late-add index, page checksums) and the same
 // Stats. The negative control: one more Add on one file only, which the
@@ -38,6 +41,15 @@ func TestFastPathMatchesGeneral(t *testing.T) {
 			}
 			fast, fastPath := mk("fast", nil)
 			gen, genPath := mk("general", &testknobs.Knobs{RouteHook: func(uint64) { routed++ }})
+			// Each handle takes the path the comparison assumes (setWriter),
+			// or the test would compare the general path with itself.
+			want := map[bool]string{false: "sharedFast", true: "exclFast"}[excl]
+			if p := pathOf(fast); !strings.HasSuffix(p, "."+want) {
+				t.Fatalf("the straight handle's Adds run by %s, want %s", p, want)
+			}
+			if p := pathOf(gen); !strings.HasSuffix(p, ".modifySlow") {
+				t.Fatalf("the route-hooked handle's Adds run by %s, want modifySlow", p)
+			}
 			both := func(what string, op func(f *Filter) error) {
 				t.Helper()
 				e1, e2 := op(fast), op(gen)
@@ -143,4 +155,9 @@ func dataDiff(t *testing.T, a, b string) int64 {
 		}
 	}
 	return -1
+}
+
+// pathOf names the function a handle's Adds and Removes go to (setWriter).
+func pathOf(f *Filter) string {
+	return runtime.FuncForPC(reflect.ValueOf(f.fast.op).Pointer()).Name()
 }
