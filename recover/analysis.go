@@ -115,8 +115,18 @@ type lineRead struct {
 	strayCounts         bool                   // counts of slots the writers word does not name are not zero
 	lineOK              bool                   // mark, id range and the reserved word are plausible
 	itemsOK             bool                   // 0 ≤ items ≤ capacity + slack
-	noneOverEntries     bool                   // the index state reads none over stored entries (checkIndexState)
+	indexScan           indexScan              // what checkIndexState read in the index region
 }
+
+// indexScan is what checkIndexState found in a filter's late-add index
+// region, which it reads where the state says none.
+type indexScan uint8
+
+const (
+	indexUnread     indexScan = iota // not read (another state, no index, a cut filter, or --quick)
+	indexEmpty                       // read: every byte zero
+	noneOverEntries                  // read: entries under a state of none (damage)
+)
 
 // counterRead is what reading a filter's counters found.
 type counterRead struct {

@@ -75,6 +75,7 @@ func (a *analysis) checkIndexState(img image) error {
 		if !fi.lineOK || fi.cut || fi.line.Index != header.IndexNone || d.IndexBytes() == 0 {
 			continue
 		}
+		fi.indexScan = indexEmpty // (unless an entry turns up)
 		err := r.each(d.IndexOffset(), d.IndexBytes(), func(pos int64, chunk []byte) bool {
 			off := firstNonZeroWord(chunk)
 			if off < 0 {
@@ -85,7 +86,7 @@ func (a *analysis) checkIndexState(img image) error {
 				"the late-add index state is %d (none), but entry %d holds %#x, and the state is made allocated before an entry is stored: the state word is damaged (a Rebuild would trust it and leave the filter's late Adds out); Repair sets it to %d",
 				header.IndexNone, (at-d.IndexOffset())/header.IndexEntrySize, le.Uint32(chunk[off:]), header.IndexAllocated)
 			fi.line.Index = header.IndexAllocated // as Repair writes it
-			fi.noneOverEntries = true
+			fi.indexScan = noneOverEntries
 			return false
 		})
 		if err != nil {
@@ -258,7 +259,7 @@ func (p *patch) fixFields(a *analysis) {
 	}
 	for i := range a.filters {
 		fi := &a.filters[i]
-		if fi.noneOverEntries && header.ReadLine(p.head, fi.desc.Slot).Index == header.IndexNone {
+		if fi.indexScan == noneOverEntries && header.ReadLine(p.head, fi.desc.Slot).Index == header.IndexNone {
 			// (Unless a Rebuild of the filter set it already. Only the
 			// flag says the state was read as none: an allocated state on
 			// a filter with no index is fixLines' to lower, not to keep.)

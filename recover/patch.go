@@ -557,7 +557,7 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 	if r.count > itemLimit(d.Capacity) {
 		return fmt.Errorf("recover: the source yielded %d keys for filter %d, which holds %d", r.count, i, d.Capacity)
 	}
-	if lk.index == nil && d.IndexBytes() > 0 {
+	if lk.index == nil && d.IndexBytes() > 0 && a.filters[i].indexScan != indexEmpty {
 		if err := p.zeroStrayIndex(img, &d); err != nil {
 			return err
 		}
@@ -571,7 +571,9 @@ func (p *patch) rebuild(a *analysis, img image, i int, src Source) error {
 // anything: no entry can be there, since the state is made allocated
 // before the first is stored, and Verify reads such bytes as entries.
 // (A damaged length of the filter moves the region over other bytes: the
-// fuzzer found it.) Its holes, most of an index, stay holes.
+// fuzzer found it.) Its holes, most of an index, stay holes. Not called
+// where the analysis read the region and found it empty (indexEmpty): the
+// region is read once.
 func (p *patch) zeroStrayIndex(img image, d *header.FilterDesc) error {
 	off := d.IndexOffset()
 	n := min(d.IndexBytes(), img.Size()-off) // (a cut filter: past the end is zero)
