@@ -93,10 +93,30 @@ func (f *Filter) enterFlush() (*guard, error) {
 }
 
 // claimClean is the flush of epoch ep from its phase flushing on (I3):
-// the page checksums, under the growth lock (unlockGrowth releases it),
-// then the records read, the file synced, and the claim of clean, which
-// fails if a record was in flight or a writer re-marked the file.
+// the records read, then the page checksums, under the growth lock
+// (unlockGrowth releases it), the file synced, and the claim of clean,
+// which fails if a record was in flight or a writer re-marked the file.
+//
+// The records come before the checksums. A writer whose change lands
+// after the take read its page either read the state word before
+// BeginFlush froze the writers, and then its record was in flight from
+// before that read until after its change (I2: the record is published
+// before the dirty check, and goes idle after the change and its mark),
+// so the read of the records, after BeginFlush, finds it in flight or
+// finds it idle after its change, which then precedes the take; or it
+// read the state word after, found it flushing (or clean, in a new
+// epoch) and marked the file dirty again, which fails the claim. So a
+// file that reads clean has every page's checksum right. The other
+// order missed a writer that finished between the take and the read
+// of the records, and claimed clean over its page's old checksum
+// (TestCleanFlushReadsRecordsBeforeSums).
 func (f *Filter) claimClean(ep uint64, size int64, unlockGrowth func(), step func(string)) error {
+	mem, busy := f.recordTotals()
+	if busy {
+		f.words.AbortFlush(ep)
+		unlockGrowth()
+		return f.sync(0, size)
+	}
 	// The checksums of the pages changed since the last flush (version
 	// 1.4), from the chain as published now: a filter another process
 	// published and wrote must not keep its marks past a clean flush.
@@ -106,11 +126,6 @@ func (f *Filter) claimClean(ep uint64, size int64, unlockGrowth func(), step fun
 	}
 	unlockGrowth() // the blocks of the filters may move again
 	step("taken")
-	mem, busy := f.recordTotals()
-	if busy {
-		f.words.AbortFlush(ep)
-		return f.sync(0, size)
-	}
 	if err := f.sync(0, size); err != nil {
 		f.words.AbortFlush(ep)
 		return err

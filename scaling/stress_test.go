@@ -541,6 +541,11 @@ func (s *stressRun) quiescentCheck(h *Filter, where string) {
 			want += s.shm.Load(shmAdds+p) - s.shm.Load(shmRemoves+p)
 		}
 		checkStats(h.Stats(), want, func(format string, args ...any) { s.fail(where+": "+format, args...) })
+		// Every page not marked changed has its checksum, and in a file
+		// that reads clean every page (TestCleanFlushReadsRecordsBeforeSums).
+		if _, errs := sumErrors(h, false); len(errs) > 0 {
+			s.fail("%s: page checksums:\n  %s", where, strings.Join(errs, "\n  "))
+		}
 	}
 	var buf [16]byte
 	for w := 0; w < s.writers(); w++ {
