@@ -169,8 +169,9 @@ func (f *Filter) grow(seenEnd uint64, why growWhy) error {
 	}
 	// The seal that follows (publish) changes the newest filter's line,
 	// and the growth writes the directory, a filter line and new blocks:
-	// dirty first (I1; but see docs/FORMAT.md: a flush may still land
-	// during the growth).
+	// dirty first (I1). (No flush runs meanwhile: one holds the growth
+	// lock shared from before it freezes the writers until its checksums
+	// are taken, and a growth after that fails its claim of clean.)
 	if err := f.ensureDirty(&lastLine.Mark); err != nil {
 		return err
 	}
