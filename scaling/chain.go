@@ -14,7 +14,8 @@ import (
 
 // chain is an immutable snapshot of the filters; a growth publishes a new one.
 type chain struct {
-	f []*member
+	f     []*member
+	lines []*header.Line // f[j].line, for the walks of the fast paths (guess, removeRoute)
 	// base is the number of filters retired before f[0] (f[j] is the
 	// chain's filter number base+j since the file was created), end is
 	// base+len(f), and retired the hot retired word this chain was built
@@ -23,10 +24,15 @@ type chain struct {
 	// dirRetired is the directory's count of retired filters: below
 	// retired while a retirement is unfinished (see RetireBefore).
 	dirRetired uint64
-	hasMurmur  bool     // some filter uses the original's hash
-	frontier   uint64   // the largest id of the sealed filters' ranges (see route)
-	anySealed  bool     // some sealed filter has a non-empty range
-	keep       *mapKeep // keeps the mapping while the chain is in use
+	hasMurmur  bool   // some filter uses the original's hash
+	frontier   uint64 // the largest id of the sealed filters' ranges (see route)
+	anySealed  bool   // some sealed filter has a non-empty range
+	// disjoint: the sealed filters' non-empty ranges ascend along f
+	// without overlapping, and every filter after f[0] has a late-add
+	// index region, so no range widens over the frontier (route sends
+	// such an Add to the index): see removeRoute.
+	disjoint bool
+	keep     *mapKeep // keeps the mapping while the chain is in use
 	// legacy routes Adds as version 1.0 did (the negative control
 	// testknobs.Knobs.LegacyRouting; see route).
 	legacy bool

@@ -80,13 +80,10 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 	}
 	// Guess the filter and start its block's miss before the hold, as
 	// prefetchTarget does; everything is decided again under it. (The
-	// guess is written out in both writers' paths: calling prefetchTarget
-	// cost 35 instructions an operation; bench/instructions.sh.)
-	i := len(c.f) - 1
-	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
-		i--
-	}
-	m := c.f[i]
+	// prefetch is written out in both writers' paths: calling
+	// prefetchTarget cost 35 instructions an operation;
+	// bench/instructions.sh.)
+	m := c.f[c.guess(id)]
 	kh := header.HashKey(f.params.Seed, key) + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
@@ -179,28 +176,32 @@ slow:
 	return f.modifySlow(key, id, op)
 }
 
-// removeRoute reports whether a Remove of id from m, the filter the fast
-// paths guessed, is their case: m's layout is blocked (its counter update
-// decides before its first store), no filter of c has a late-add index
-// allocated (findLate has no copy to look for), and of c's id ranges m's
-// alone holds id (rangeTarget). One pass over the chain, inlined.
+// removeRoute reports whether a Remove of id from m is the fast paths'
+// case: m's layout is blocked (its counter update decides before its
+// first store), no filter of c has a late-add index allocated (findLate
+// has no copy to look for), and of c's id ranges m's alone holds id
+// (rangeTarget). m must be the filter the fast paths guessed: the newest
+// of c whose min id was at or below id when the guess read it.
+//
+// Why m's range alone, where c.disjoint holds and the newest's min id is
+// above the frontier: the filters after m had min ids above id, and only
+// the newest's can have come down since, to above the frontier (a sealed
+// filter's, by an Add that raced its seal, to above the frontier that Add
+// read, which an older range's max id never passes); the sealed filters
+// before m end below m's min id (disjoint), and if m is the newest they
+// end at or below the frontier, below its min id. So the walk is one
+// load per filter (its index state word), not three. Anything else (a file a
+// 1.0 library grew, whose ranges may overlap) falls back.
 func removeRoute(c *chain, m *member, id uint64) bool {
-	if !m.blocked {
+	if !m.blocked || !c.disjoint {
 		return false
 	}
-	held := false
-	for _, x := range c.f {
-		if x.indexAllocated() {
+	for _, l := range c.lines {
+		if atomic.LoadUint64(&l.Index) == header.IndexAllocated { // (indexAllocated, or damage: fall back)
 			return false
 		}
-		if x.holds(id) {
-			if x != m {
-				return false
-			}
-			held = true
-		}
 	}
-	return held
+	return m.holds(id) && (!c.anySealed || atomic.LoadUint64(&c.f[len(c.f)-1].line.MinID) > c.frontier)
 }
 
 // sharedFast is exclFast for a shared handle (its writer sharedWriter):
@@ -220,11 +221,7 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) error {
 	if c == nil || f.ro || c.hasMurmur || c.legacy || id > header.MaxID {
 		return f.modifySlow(key, id, op)
 	}
-	i := len(c.f) - 1
-	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
-		i--
-	}
-	m := c.f[i]
+	m := c.f[c.guess(id)]
 	h := header.HashKey(f.params.Seed, key)
 	kh := h + m.salt
 	pr := m.cf.Prepare(kh)

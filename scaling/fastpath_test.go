@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dablooms/dablooms/header"
@@ -160,4 +161,116 @@ func dataDiff(t *testing.T, a, b string) int64 {
 // pathOf names the function a handle's Adds and Removes go to (setWriter).
 func pathOf(f *Filter) string {
 	return runtime.FuncForPC(reflect.ValueOf(f.fast.op).Pointer()).Name()
+}
+
+// TestRemoveRoute: the fast paths' Remove route (removeRoute) takes a
+// Remove only where the guessed filter's range alone holds its id: in a
+// chain grown in order, for an id of each filter's range; never with a
+// late-add index allocated, with the newest filter's min id at or below
+// the frontier (a range widened as 1.0 did), with sealed ranges that
+// overlap, or in a file 1.0 grew (filters without index regions, whose
+// Adds widen as 1.0's did). The line words are set by hand, as another
+// writer or an older library would have left them, and the chain is
+// loaded again where the route reads what loadChain found.
+func TestRemoveRoute(t *testing.T) {
+	requireFiles(t)
+	path := filepath.Join(t.TempDir(), "route.dbl")
+	f, err := Create(path, &Options{Capacity: 100, GrowthFactor: 1, ErrorRate: 0.01, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for i := range 250 {
+		if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route := func(id uint64) bool {
+		c := f.chain.Load()
+		return removeRoute(c, c.f[c.guess(id)], id)
+	}
+	reload := func() {
+		t.Helper()
+		m, err := f.readMeta()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.loadChain(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.chain.Load()
+	if len(c.f) != 3 || !c.disjoint {
+		t.Fatalf("%d filters, disjoint %v: want 3 grown in order", len(c.f), c.disjoint)
+	}
+	lo := func(j int) *uint64 { return &c.f[j].line.MinID }
+	hi := func(j int) uint64 { return atomic.LoadUint64(&c.f[j].line.MaxID) & header.MaxID }
+	ids := []uint64{atomic.LoadUint64(lo(0)), hi(0), atomic.LoadUint64(lo(1)), hi(1), atomic.LoadUint64(lo(2)), hi(2)}
+	for _, id := range ids {
+		if !route(id) {
+			t.Errorf("id %d (ranges %v): not the fast route", id, ids)
+		}
+	}
+	if route(hi(2) + 1) {
+		t.Errorf("id %d above every range: the fast route", hi(2)+1)
+	}
+	for _, tc := range []struct {
+		name   string
+		set    func() (undo func())
+		reload bool // loadChain reads what set changed
+	}{
+		{"index allocated on filter 1", func() func() {
+			atomic.StoreUint64(&c.f[1].line.Index, header.IndexAllocated)
+			return func() { atomic.StoreUint64(&c.f[1].line.Index, header.IndexNone) }
+		}, false},
+		{"newest min id at the frontier", func() func() {
+			old := atomic.LoadUint64(lo(2))
+			atomic.StoreUint64(lo(2), hi(1))
+			return func() { atomic.StoreUint64(lo(2), old) }
+		}, false},
+		{"sealed ranges overlap", func() func() {
+			old := atomic.LoadUint64(lo(1))
+			atomic.StoreUint64(lo(1), hi(0))
+			return func() { atomic.StoreUint64(lo(1), old) }
+		}, true},
+	} {
+		undo := tc.set()
+		if tc.reload {
+			reload()
+		}
+		for _, id := range ids {
+			if route(id) {
+				t.Errorf("%s: id %d takes the fast route", tc.name, id)
+			}
+		}
+		undo()
+		if tc.reload {
+			reload()
+		}
+		c = f.chain.Load()
+		for _, id := range ids {
+			if !route(id) {
+				t.Errorf("after %s undone: id %d not the fast route", tc.name, id)
+			}
+		}
+	}
+
+	// A file 1.0 grew: its filters have no index regions.
+	g, err := Open(copyFixture(t, "v10-retire.dbl"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	gc := g.chain.Load()
+	if gc.disjoint || len(gc.f) < 2 {
+		t.Fatalf("1.0's file: %d filters, disjoint %v", len(gc.f), gc.disjoint)
+	}
+	for _, id := range []uint64{0, 150, 499} {
+		if removeRoute(gc, gc.f[gc.guess(id)], id) {
+			t.Errorf("1.0's file: id %d takes the fast route", id)
+		}
+		if err := g.Remove(fmt.Appendf(nil, "k%d", id), id); err != nil {
+			t.Errorf("1.0's file: Remove of k%d: %v", id, err)
+		}
+	}
 }

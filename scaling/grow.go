@@ -48,13 +48,20 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		c.f = append(c.f, mb)
 	}
 	c.end = c.base + uint64(len(c.f))
+	c.disjoint = true
+	c.lines = make([]*header.Line, len(c.f))
 	for j, mb := range c.f {
+		c.lines[j] = mb.line
 		c.hasMurmur = c.hasMurmur || mb.desc.HashID == header.HashMurmur3Orig
+		c.disjoint = c.disjoint && (j == 0 || mb.ix.e != nil)
 		if j < len(c.f)-1 {
 			// Sealed before the chain that follows it was published: the
-			// range no longer changes.
+			// range no longer changes (but for a min id an Add that raced
+			// the seal lowers, to above the frontier it read: still above
+			// the older ranges, see route).
 			lo, hi := atomic.LoadUint64(&mb.line.MinID), atomic.LoadUint64(&mb.line.MaxID)&header.MaxID
 			if lo <= hi {
+				c.disjoint = c.disjoint && (!c.anySealed || lo > c.frontier)
 				c.frontier = max(c.frontier, hi)
 				c.anySealed = true
 			}

@@ -175,15 +175,26 @@ type target struct {
 // (a prefetch never faults, nor changes anything). The operation's steps
 // take the probe from it when they pick the same filter (probe).
 func prefetchTarget(c *chain, h hashes, id uint64) target {
-	i := len(c.f) - 1
-	for i > 0 && id < atomic.LoadUint64(&c.f[i].line.MinID) {
-		i--
-	}
-	m := c.f[i]
+	m := c.f[c.guess(id)]
 	kh := m.keyHash(h)
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
 	return target{m: m, kh: kh, pr: pr}
+}
+
+// guess returns the position in c.f of the newest filter whose min id
+// is at or below id (0 if none): the filter an operation with id most
+// likely changes (prefetchTarget, the fast paths). Over c.lines, one load
+// a filter where c.f[j].line took two more (bench/instructions.sh).
+func (c *chain) guess(id uint64) int {
+	l := c.lines
+	i := len(l) - 1
+	for ; i > 0; i-- {
+		if id >= atomic.LoadUint64(&l[i].MinID) {
+			break
+		}
+	}
+	return i
 }
 
 // probe returns the key hash and the prepared probe of the key of h in m:
