@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -211,4 +212,62 @@ func cachedFilter(b *testing.B, keys *benchKeys, n int, exclusive bool) *Filter 
 		}
 	}
 	return f
+}
+
+// BenchmarkChainRemove: a Remove, then the Add that puts the key back, in
+// a chain of 10 filters (capacity 1,000, growth 1: the original's
+// configuration at 10M keys, scaled down), of a key of the oldest filter
+// or of the newest. The Add of an id of the oldest filter goes to its
+// slack by the general path; the Remove takes the fast path either way
+// (removeRoute). Its instructions, as instrRemove's inclusive count over
+// b.N in callgrind (docs/PERFORMANCE.md, What each lever gained).
+func BenchmarkChainRemove(b *testing.B) {
+	requireFiles(b)
+	const n, per = 10_000, 1_000
+	for _, excl := range []bool{false, true} {
+		for _, where := range []string{"oldest", "newest"} {
+			b.Run(fmt.Sprintf("%s/%s", map[bool]string{false: "shared", true: "excl"}[excl], where), func(b *testing.B) {
+				path := filepath.Join(b.TempDir(), "chain.dbl")
+				f, err := Create(path, &Options{Capacity: per, GrowthFactor: 1, ErrorRate: 0.01, Reserve: 1 << 30})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range n {
+					if err := f.Add(fmt.Appendf(nil, "k%d", i), uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if f, err = Open(path, &OpenOptions{Exclusive: excl, Reserve: 1 << 30}); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { f.Close() })
+				if got := len(f.Stats().Filters); got != n/per {
+					b.Fatalf("%d filters, want %d", got, n/per)
+				}
+				base := 0
+				if where == "newest" {
+					base = n - per/2
+				}
+				keys := make([][]byte, per/2)
+				for i := range keys {
+					keys[i] = fmt.Appendf(nil, "k%d", base+i)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					j := i % len(keys)
+					id := uint64(base + j)
+					if err := instrRemove(f, keys[j], id); err != nil {
+						b.Fatal(err)
+					}
+					if err := f.Add(keys[j], id); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }
