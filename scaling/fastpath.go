@@ -189,9 +189,12 @@ slow:
 // filter's, by an Add that raced its seal, to above the frontier that Add
 // read, which an older range's max id never passes); the sealed filters
 // before m end below m's min id (disjoint), and if m is the newest they
-// end at or below the frontier, below its min id. So the walk is one
-// load per filter (its index state word), not three. Anything else (a file a
-// 1.0 library grew, whose ranges may overlap) falls back.
+// end at or below the frontier, below its min id. (A sealed range read
+// empty could still gain ids the frontier does not count, by an Add
+// that raced the seal: loadChain calls such a chain not disjoint.) So
+// the walk is one load per filter (its index state word), not three.
+// Anything else (a file a 1.0 library grew, whose ranges may overlap)
+// falls back.
 func removeRoute(c *chain, m *member, id uint64) bool {
 	if !m.blocked || !c.disjoint {
 		return false

@@ -255,6 +255,37 @@ func TestRemoveRoute(t *testing.T) {
 		}
 	}
 
+	// A sealed filter whose range was empty when the chain was loaded: an
+	// Add that raced the seal (its max id swapped, its min id not yet)
+	// gives it a range later, which the chain's frontier does not count,
+	// so the newest's range may come to hold the same id (the race
+	// written out: widen's stores around a real growth).
+	h, err := Create(filepath.Join(t.TempDir(), "empty.dbl"), &Options{Capacity: 100, GrowthFactor: 1, ErrorRate: 0.01, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	hc := h.chain.Load()
+	x := hc.f[len(hc.f)-1]
+	const raced = 50
+	atomic.StoreUint64(&x.line.MaxID, raced) // the raced Add's max id swap
+	if err := h.grow(hc.end, growIndexFull); err != nil {
+		t.Fatal(err)
+	}
+	atomic.StoreUint64(&x.line.MinID, raced) // its min id, after the seal
+	for i := range 20 {
+		if err := h.Add(fmt.Appendf(nil, "y%d", i), raced); err != nil { // into the newest, over raced
+			t.Fatal(err)
+		}
+	}
+	hc = h.chain.Load()
+	if _, n := inRange(hc, raced); n != 2 {
+		t.Fatalf("the race written out: %d ranges hold %d, want 2", n, raced)
+	}
+	if hc.disjoint || removeRoute(hc, hc.f[hc.guess(raced)], raced) {
+		t.Errorf("a filter sealed with an empty range: disjoint %v, id %d takes the fast route", hc.disjoint, raced)
+	}
+
 	// A file 1.0 grew: its filters have no index regions.
 	g, err := Open(copyFixture(t, "v10-retire.dbl"), nil)
 	if err != nil {
