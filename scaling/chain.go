@@ -25,9 +25,9 @@ type chain struct {
 	// retired while a retirement is unfinished (see RetireBefore).
 	dirRetired uint64
 	hasMurmur  bool   // some filter uses the original's hash
-	frontier   uint64 // the largest id of the sealed filters' ranges (see route)
-	anySealed  bool   // some sealed filter has a non-empty range
-	// disjoint: the sealed filters' ranges, none empty, ascend along f
+	frontier   uint64 // the largest max id of the sealed filters, ranges read empty too (see route, loadChain)
+	anySealed  bool   // some filter is sealed: f has more than one, and the frontier counts
+	// disjoint: the sealed filters' non-empty ranges ascend along f
 	// without overlapping, and every filter after f[0] has a late-add
 	// index region, so no range widens over the frontier (route sends
 	// such an Add to the index): see removeRoute.

@@ -190,9 +190,10 @@ slow:
 // read, which an older range's max id never passes); the sealed filters
 // before m end below m's min id (disjoint), and if m is the newest they
 // end at or below the frontier, below its min id. (A sealed range read
-// empty could still gain ids the frontier does not count, by an Add
-// that raced the seal: loadChain calls such a chain not disjoint.) So
-// the walk is one load per filter (its index state word), not three.
+// empty may still gain ids by an Add that raced the seal, but only ids
+// above the frontier that Add read and at most its max id, which this
+// chain's frontier counts: loadChain.) So the walk is one load per
+// filter (its index state word), not three.
 // Anything else (a file a 1.0 library grew, whose ranges may overlap)
 // falls back.
 func removeRoute(c *chain, m *member, id uint64) bool {

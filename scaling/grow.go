@@ -55,22 +55,19 @@ func (f *Filter) loadChain(m *header.Meta) error {
 		c.hasMurmur = c.hasMurmur || mb.desc.HashID == header.HashMurmur3Orig
 		c.disjoint = c.disjoint && (j == 0 || mb.ix.e != nil)
 		if j < len(c.f)-1 {
-			// Sealed before the chain that follows it was published: the
-			// range no longer changes (but for a min id an Add that raced
-			// the seal lowers, to above the frontier it read: still above
-			// the older ranges, see route).
+			// Sealed before the chain that follows it was published: its
+			// max id is final (a swap of a sealed max id fails), and so is
+			// its range, but for a min id an Add that raced the seal still
+			// lowers, to above the frontier that Add read and at most the
+			// max id. So a range read empty counts its max id in the
+			// frontier too: the newest's range never widens over ids an
+			// older filter may yet hold (I8; TestRemoveRoute).
 			lo, hi := atomic.LoadUint64(&mb.line.MinID), atomic.LoadUint64(&mb.line.MaxID)&header.MaxID
 			if lo <= hi {
 				c.disjoint = c.disjoint && (!c.anySealed || lo > c.frontier)
-				c.frontier = max(c.frontier, hi)
-				c.anySealed = true
-			} else {
-				// Empty as read, but an Add that raced the seal after its
-				// max id's swap may still lower the min id, and its range
-				// then lies where this chain's frontier does not count it
-				// (TestRemoveRoute): not a chain removeRoute can trust.
-				c.disjoint = false
 			}
+			c.frontier = max(c.frontier, hi)
+			c.anySealed = true
 		}
 	}
 	if old != nil && old.end < c.end && old.end > c.base {
