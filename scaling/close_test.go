@@ -212,6 +212,7 @@ func TestCloseDuringWrites(t *testing.T) {
 		const writers = 3
 		var wg sync.WaitGroup
 		kept := make([][]int, writers) // per writer: the keys added and not removed
+		var added atomic.Int64         // Adds returned nil, by all writers
 		for g := range writers {
 			wg.Add(1)
 			go func() {
@@ -235,6 +236,7 @@ func TestCloseDuringWrites(t *testing.T) {
 					switch err := f.Add(makeKey(nil, prefix, i), uint64(i)); err {
 					case nil:
 						kept[g] = append(kept[g], i)
+						added.Add(1)
 					case ErrClosed:
 						return
 					default:
@@ -243,6 +245,14 @@ func TestCloseDuringWrites(t *testing.T) {
 					}
 				}
 			}()
+		}
+		// Close once the writers are under way: on a busy machine they may
+		// not have run at all within a fixed sleep, which left a file no
+		// write had marked dirty (CI once: "condition after Close clean").
+		for deadline := time.Now().Add(time.Minute); added.Load() < writers; time.Sleep(50 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d Adds returned in a minute", round, added.Load())
+			}
 		}
 		time.Sleep(time.Duration(1+round%3) * time.Millisecond)
 		if err := f.Close(); err != nil {
