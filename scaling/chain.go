@@ -25,8 +25,7 @@ type chain struct {
 	// retired while a retirement is unfinished (see RetireBefore).
 	dirRetired uint64
 	hasMurmur  bool   // some filter uses the original's hash
-	frontier   uint64 // the largest max id of the sealed filters, ranges read empty too (see route, loadChain)
-	anySealed  bool   // some filter is sealed: f has more than one, and the frontier counts
+	frontier   uint64 // the largest max id of the sealed filters (all but the newest), ranges read empty too (see route, loadChain)
 	// disjoint: the sealed filters' non-empty ranges ascend along f
 	// without overlapping, and every filter after f[0] has a late-add
 	// index region, so no range widens over the frontier (route sends
@@ -37,6 +36,10 @@ type chain struct {
 	// testknobs.Knobs.LegacyRouting; see route).
 	legacy bool
 }
+
+// sealed reports whether c has a sealed filter: every filter but the
+// newest is, and the frontier counts them all.
+func (c *chain) sealed() bool { return len(c.f) > 1 }
 
 type member struct {
 	desc header.FilterDesc

@@ -205,7 +205,7 @@ func removeRoute(c *chain, m *member, id uint64) bool {
 			return false
 		}
 	}
-	return m.holds(id) && (!c.anySealed || atomic.LoadUint64(&c.f[len(c.f)-1].line.MinID) > c.frontier)
+	return m.holds(id) && (!c.sealed() || atomic.LoadUint64(&c.f[len(c.f)-1].line.MinID) > c.frontier)
 }
 
 // sharedFast is exclFast for a shared handle (its writer sharedWriter):

@@ -64,10 +64,9 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			// older filter may yet hold (I8; TestRemoveRoute).
 			lo, hi := atomic.LoadUint64(&mb.line.MinID), atomic.LoadUint64(&mb.line.MaxID)&header.MaxID
 			if lo <= hi {
-				c.disjoint = c.disjoint && (!c.anySealed || lo > c.frontier)
+				c.disjoint = c.disjoint && (j == 0 || lo > c.frontier)
 			}
 			c.frontier = max(c.frontier, hi)
-			c.anySealed = true
 		}
 	}
 	if old != nil && old.end < c.end && old.end > c.base {

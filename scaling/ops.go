@@ -594,7 +594,7 @@ func route(w writer, c *chain, id, h uint64) (m *member, late bool, sh *quotaSha
 		return routeLegacy(w, c, id), false, nil
 	}
 	n := c.f[len(c.f)-1]
-	if id >= atomic.LoadUint64(&n.line.MinID) || !c.anySealed || id > c.frontier {
+	if id >= atomic.LoadUint64(&n.line.MinID) || !c.sealed() || id > c.frontier {
 		sh, ok := w.admitChunked(n, n.desc.Capacity, h)
 		if !ok {
 			return nil, false, nil

@@ -84,7 +84,7 @@ func (f *Filter) sweepRun(c *chain, ids []uint64) (k int, lo, hi uint64, sweep b
 	lo, hi = header.MaxID, 0
 	for i, id := range ids {
 		// A valid id, and route's test for the newest filter.
-		if id > header.MaxID || id < first && c.anySealed && id <= c.frontier {
+		if id > header.MaxID || id < first && c.sealed() && id <= c.frontier {
 			if i < sweepMin {
 				return i + 1, 0, 0, false
 			}
