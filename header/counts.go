@@ -17,7 +17,26 @@ const (
 	CountSize = LineSize
 	// CountsBytes is the size of a filter's counts page.
 	CountsBytes = PageSize
+	// CountWords is the number of words of a writer's count line that
+	// hold its count with FlagRecordCounts (all of them).
+	CountWords = CountSize / 8
 )
+
+// FlagRecordCounts is set in a file whose writers count items in every
+// word of their count lines (version 1.6), one word per record. A library
+// that reads only the first word would miss the others' counts and admit
+// Adds past a filter's capacity, so it must refuse the file.
+const FlagRecordCounts uint64 = 32
+
+// CountWord returns the word of a writer's count line that record r of
+// its slot counts in, in a file with FlagRecordCounts, and whether that
+// word is the record's alone (the last word is shared).
+func CountWord(r int) (w int, own bool) {
+	if r < CountWords-1 {
+		return r, true
+	}
+	return CountWords - 1, false
+}
 
 // CountOffset returns the offset of writer slot s's item count on filter d.
 func CountOffset(d *FilterDesc, s int) int64 { return d.CountsOffset() + int64(s)*CountSize }

@@ -226,7 +226,7 @@ var Magic = [8]byte{'D', 'A', 'B', 'L', 'O', 'O', 'M', 'S'}
 // version is refused; a newer minor version is read.
 const (
 	VersionMajor = 1
-	VersionMinor = 5
+	VersionMinor = 6
 )
 
 // Values of the replaced word (ReplacedOffset).
@@ -263,7 +263,7 @@ const FlagLiveReplace uint64 = 4
 
 // KnownFlags is the set of feature flags this version understands; a file
 // with any other flag set is refused.
-const KnownFlags uint64 = FlagExtras | FlagRing | FlagLiveReplace | FlagPageSums | FlagUndoBlock
+const KnownFlags uint64 = FlagExtras | FlagRing | FlagLiveReplace | FlagPageSums | FlagUndoBlock | FlagRecordCounts
 
 // FilterLineOffset returns the offset of filter i's hot line.
 func FilterLineOffset(i int) int64 { return FilterLinesOffset + int64(i)*LineSize }

@@ -378,7 +378,7 @@ func TestDecodeHostile(t *testing.T) {
 		{name: "future major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor+1) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "major version 0", mutate: func(b []byte) { put16(b, offMajor, 0) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
 		{name: "byte-swapped major version", mutate: func(b []byte) { put16(b, offMajor, VersionMajor<<8) }, sentinel: ErrVersion, off: offMajor, filter: -1, field: "version"},
-		{name: "unknown flag bit 5", mutate: func(b []byte) { put64(b, offFlags, 32) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
+		{name: "unknown flag bit 6", mutate: func(b []byte) { put64(b, offFlags, 64) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
 		// A file with page checksums whose filter has no room for them.
 		{name: "page checksums without check pages", mutate: func(b []byte) { put64(b, offFlags, FlagPageSums) }, sentinel: ErrCorrupt, off: offDirectory + entLength, filter: 0, field: "length"},
 		{name: "unknown flag bit 63", mutate: func(b []byte) { put64(b, offFlags, 1<<63) }, sentinel: ErrVersion, off: offFlags, filter: -1, field: "flags"},
@@ -704,9 +704,13 @@ func goldenMeta() *Meta { return validMeta() }
 // liveReplace sets FlagLiveReplace, as every file version 1.3 creates has.
 func liveReplace(m *Meta) *Meta { m.Flags |= FlagLiveReplace; return m }
 
-// undoMeta is a file as version 1.5 creates it: sumsMeta with the undo
+// undoMeta is a file as version 1.5 created it: sumsMeta with the undo
 // block.
 func undoMeta() *Meta { m := sumsMeta(); m.Flags |= FlagUndoBlock; return m }
+
+// recCountsMeta is a file as version 1.6 creates it: undoMeta with a
+// count word per record.
+func recCountsMeta() *Meta { m := undoMeta(); m.Flags |= FlagRecordCounts; return m }
 
 // sumsMeta is a file as version 1.4 created it: page checksums, live
 // replacement, and a filter with counts and a late-add index.
@@ -765,7 +769,7 @@ func TestGoldenMeta(t *testing.T) {
 		file string
 		m    *Meta
 	}{
-		{"meta_v1.5.golden", undoMeta()},
+		{"meta_v1.6.golden", recCountsMeta()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -810,6 +814,7 @@ func TestGoldenMetaOld(t *testing.T) {
 		{"meta_v1.3.golden", 3, liveReplace(goldenMeta())},
 		{"meta_v1.3_ring.golden", 3, liveReplace(ringMeta())},
 		{"meta_v1.4.golden", 4, sumsMeta()},
+		{"meta_v1.5.golden", 5, undoMeta()},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			b := readGolden(t, filepath.Join("testdata", tc.file))

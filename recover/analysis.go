@@ -111,7 +111,8 @@ type lineRead struct {
 	line                header.Line
 	items, minID, maxID uint64
 	sealed              bool                   // the Sealed bit of the max id word
-	counts              [header.NumSlots]int64 // the writers' item counts
+	counts              [header.NumSlots]int64 // the writers' item counts (the sum of each line's words with FlagRecordCounts)
+	countWords          [header.NumSlots]uint8 // bit w: word w of the slot's count line is not zero (read or not)
 	strayCounts         bool                   // counts of slots the writers word does not name are not zero
 	lineOK              bool                   // mark, id range and the reserved word are plausible
 	itemsOK             bool                   // 0 ≤ items ≤ capacity + slack

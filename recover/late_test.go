@@ -176,7 +176,11 @@ func itemsInImage(b []byte, d *header.FilterDesc, i int) int64 {
 	if d.HasCounts() {
 		for s := range header.NumSlots {
 			if line.Writers&(1<<s) != 0 {
-				n += int64(le.Uint64(b[header.CountOffset(d, s):]))
+				// (Every word of the line: the tests' files have
+				// FlagRecordCounts, and a 1.5 file's other words are zero.)
+				for w := range header.CountWords {
+					n += int64(le.Uint64(b[header.CountOffset(d, s)+int64(8*w):]))
+				}
 			}
 		}
 	}

@@ -385,15 +385,29 @@ func (a *analysis) readCounts(img image) error {
 			fi.line.Writers |= l.Writers
 		}
 		sum := int64(fi.line.Items)
+		words := 1 // (without FlagRecordCounts only the first word counts)
+		if a.meta.Flags&header.FlagRecordCounts != 0 {
+			words = header.CountWords
+		}
 		for s := range header.NumSlots {
-			c := int64(le.Uint64(b[s*header.CountSize:]))
+			var c int64
+			fi.countWords[s] = 0
+			for w := range header.CountWords {
+				v := le.Uint64(b[s*header.CountSize+8*w:])
+				if v != 0 {
+					fi.countWords[s] |= 1 << w
+				}
+				if w < words {
+					c += int64(v)
+				}
+			}
 			fi.counts[s] = c
 			switch {
 			case !fi.lineOK:
 				// The writers word is garbage: Rebuild recounts.
 			case fi.line.Writers&(1<<s) != 0:
 				sum += c
-			case c != 0:
+			case fi.countWords[s]&(1<<words-1) != 0:
 				fi.strayCounts = true
 				// (In a dirty filter after an OS crash the count's page may
 				// have reached the disk without the line's: the filter is
@@ -418,12 +432,23 @@ func (a *analysis) readCounts(img image) error {
 func (p *patch) zeroStrayCounts(a *analysis, i int) {
 	fi := &a.filters[i]
 	for s := range header.NumSlots {
-		if fi.line.Writers&(1<<s) == 0 && fi.counts[s] != 0 {
-			p.words[header.CountOffset(&fi.desc, s)] = 0
-			p.changed = true
+		if fi.line.Writers&(1<<s) == 0 {
+			p.zeroCountLine(fi, s)
 		}
 	}
 	p.act("filter %d: zeroed the item counts of writers its line does not name", a.entry(i))
+}
+
+// zeroCountLine zeroes the words of slot s's count line on filter fi that
+// are not zero (all of them: with FlagRecordCounts each holds part of the
+// count, and without it the others are zeroed before an upgrade sets it).
+func (p *patch) zeroCountLine(fi *filterInfo, s int) {
+	for w := range header.CountWords {
+		if fi.countWords[s]&(1<<w) != 0 {
+			p.words[header.CountOffset(&fi.desc, s)+int64(8*w)] = 0
+			p.changed = true
+		}
+	}
 }
 
 // foldCounts makes filter i's item count v the line's alone: the writers'
@@ -435,9 +460,6 @@ func (p *patch) foldCounts(a *analysis, i int, v uint64) {
 		return
 	}
 	for s := range header.NumSlots {
-		if fi.counts[s] != 0 {
-			p.words[header.CountOffset(&fi.desc, s)] = 0
-			p.changed = true
-		}
+		p.zeroCountLine(fi, s)
 	}
 }

@@ -172,14 +172,15 @@ func openForRepair(path string, inPlace bool, opt *RepairOptions) (*repairTarget
 	return &repairTarget{f: f, size: size, img: &fileImage{f: f, size: size}, release: release}, nil
 }
 
-// upgradeFormat adds to the patch what upgrades the file one format
-// step: page checksums, else the undo block.
+// upgradeFormat adds to the patch what upgrades the file to this
+// version's format: page checksums, the undo block and a count word per
+// record, or what of them it lacks.
 func (p *patch) upgradeFormat(a *analysis, img image) error {
 	switch {
 	case a.meta.Flags&header.FlagPageSums == 0:
 		return p.upgrade(a, img)
-	case a.meta.Flags&header.FlagUndoBlock == 0:
-		p.upgradeUndo(a)
+	case a.meta.Flags&(header.FlagUndoBlock|header.FlagRecordCounts) != header.FlagUndoBlock|header.FlagRecordCounts:
+		return p.upgradeFlags(a, img)
 	}
 	return nil
 }

@@ -65,9 +65,13 @@ type member struct {
 // counts is nil for a filter without them, which counts in items alone.
 type writerCounts struct {
 	counts    []uint64 // the counts page: slot s's count is counts[s*countStride]
-	own       *uint64  // this handle's count (nil: read-only)
+	own       *uint64  // this handle's count (nil: read-only), its line's first word
 	ownSlot   int
 	ownMarked atomic.Bool
+	// recWords: the file has header.FlagRecordCounts, so a writer's
+	// count is the sum of its line's header.CountWords words, and record
+	// r of this handle counts in word header.CountWord(r) (count).
+	recWords bool
 }
 
 // exclRoom is an exclusive handle's admission to a member (exclusive.go):

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
 )
 
@@ -37,8 +39,15 @@ func (f *Filter) mapCounts(m *member) error {
 func (m *member) itemCount() uint64 {
 	n := int64(atomic.LoadUint64(&m.line.Items))
 	if m.counts != nil {
+		words := 1
+		if m.recWords {
+			words = header.CountWords
+		}
 		for w := atomic.LoadUint64(&m.line.Writers); w != 0; w &= w - 1 {
-			n += int64(atomic.LoadUint64(&m.counts[bits.TrailingZeros64(w)*countStride]))
+			l := m.counts[bits.TrailingZeros64(w)*countStride:][:words]
+			for i := range l {
+				n += int64(atomic.LoadUint64(&l[i]))
+			}
 		}
 	}
 	return uint64(max(n, 0))
@@ -59,9 +68,20 @@ func (f *Filter) lineItemCount(i int) uint64 {
 }
 
 // count adds d to this handle's count on m (or to the line's items word for
-// a filter without counts). The handle's bit in the writers word is set
-// before its count first changes, so every reader sums the count.
-func (sharedWriter) count(m *member, d int64) {
+// a filter without counts), for the operation that holds record r. The
+// handle's bit in the writers word is set before its count first changes,
+// so every reader sums the count.
+//
+// With header.FlagRecordCounts the count goes to r's word of the handle's
+// line (header.CountWord): a word of r's alone takes a plain
+// read-modify-write, as the exclusive writer's count does, since only the
+// goroutine that holds r changes it (the slot is this handle's, the
+// record this goroutine's until it frees it), and a lookup or another
+// process reads it whole; the word records 7 … 14 share takes an atomic
+// add. The locked add this saves was, on the 1M comparison run, the
+// costliest instruction of a shared Add and Remove after the counters'
+// compare-and-swaps (docs/PERFORMANCE.md, What each lever gained).
+func (sharedWriter) count(m *member, r *record, d int64) {
 	if m.own == nil {
 		atomic.AddUint64(&m.line.Items, uint64(d))
 		return
@@ -70,7 +90,15 @@ func (sharedWriter) count(m *member, d int64) {
 		atomic.OrUint64(&m.line.Writers, 1<<m.ownSlot)
 		m.ownMarked.Store(true)
 	}
-	atomic.AddUint64(m.own, uint64(d))
+	switch {
+	case !m.recWords:
+		atomic.AddUint64(m.own, uint64(d))
+	case r.cwOwn:
+		p := (*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)) // (r.cw < header.CountWords: the handle's line)
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
+	default:
+		atomic.AddUint64((*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)), uint64(d))
+	}
 	m.ps.mark(m.countsPage)
 }
 
@@ -79,7 +107,7 @@ func (sharedWriter) count(m *member, d int64) {
 // Adds changes nothing. A Remove that changed a counter (changed) took away
 // a count some Add put there, so it needs no check, and reads no other
 // writer's count.
-func (w sharedWriter) uncount(m *member, changed bool) {
+func (w sharedWriter) uncount(m *member, r *record, changed bool) {
 	if m.own == nil {
 		decrementItems(&m.line.Items)
 		return
@@ -87,7 +115,7 @@ func (w sharedWriter) uncount(m *member, changed bool) {
 	if !changed && m.itemCount() == 0 {
 		return
 	}
-	w.count(m, -1)
+	w.count(m, r, -1)
 }
 
 // decrementItems takes one from an item count, but never below zero. A

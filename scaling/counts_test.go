@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -53,8 +54,7 @@ func TestPerWriterCounts(t *testing.T) {
 	if w := atomic.LoadUint64(&m.line.Writers); w != 1<<a.slot|1<<b.slot {
 		t.Errorf("writers word %#x, want slots %d and %d", w, a.slot, b.slot)
 	}
-	ca := int64(atomic.LoadUint64(&m.counts[a.slot*countStride]))
-	cb := int64(atomic.LoadUint64(&m.counts[b.slot*countStride]))
+	ca, cb := slotCount(m, a.slot), slotCount(m, b.slot)
 	if ca != 200 || cb != 100-150 {
 		t.Errorf("counts: slot %d %d (want 200), slot %d %d (want -50)", a.slot, ca, b.slot, cb)
 	}
@@ -69,5 +69,136 @@ func TestPerWriterCounts(t *testing.T) {
 	defer c.Close()
 	if n := c.Stats().Count; n != 150 {
 		t.Errorf("read-only handle: item count %d, want 150", n)
+	}
+}
+
+// slotCount is writer slot s's item count on m: the sum of its count
+// line's words (header.FlagRecordCounts).
+func slotCount(m *member, s int) int64 {
+	var n int64
+	for w := range header.CountWords {
+		n += int64(atomic.LoadUint64(&m.counts[s*countStride+w]))
+	}
+	return n
+}
+
+// TestRecordCountWords: with header.FlagRecordCounts (every file Create
+// and NewMemory make) a shared handle's goroutines count in the words of
+// their records (header.CountWord), several of its line's words end up
+// holding counts, and the item count is their sum; in a file without the
+// flag (a 1.5 file) every record counts in the first word, and the other
+// words, whatever they hold, do not count. Heap-backed, so that -race
+// sees the plain stores of the records' own words.
+func TestRecordCountWords(t *testing.T) {
+	f, err := NewMemory(&Options{Capacity: 100_000, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const workers, per = 8, 2000
+	run := func(op func(w, i int) error) {
+		t.Helper()
+		errs := make(chan error, workers)
+		for w := range workers {
+			go func() {
+				for i := range per {
+					if err := op(w, i); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	key := func(w, i int) string { return fmt.Sprint(w, "/", i) }
+	run(func(w, i int) error { return f.AddString(key(w, i), uint64(i)) })
+	run(func(w, i int) error {
+		if i%2 == 0 {
+			return f.RemoveString(key(w, i), uint64(i))
+		}
+		return nil
+	})
+	m := f.chain.Load().f[0]
+	if !m.recWords {
+		t.Fatal("a new store's filter does not count in record words")
+	}
+	want := int64(workers * per / 2)
+	if got := slotCount(m, f.slot); got != want {
+		t.Fatalf("slot %d's count line sums to %d, want %d", f.slot, got, want)
+	}
+	if c := f.Stats().Count; c != uint64(want) {
+		t.Fatalf("item count %d, want %d", c, want)
+	}
+	used := 0
+	for w := range header.CountWords {
+		if atomic.LoadUint64(&m.counts[f.slot*countStride+w]) != 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("%d word(s) of the count line hold counts: the records did not count in their own words", used)
+	}
+
+	// The same words read by the 1.5 rule and by the 1.6 rule.
+	requireFiles(t)
+	for _, recCounts := range []bool{false, true} {
+		t.Run(fmt.Sprint("flag=", recCounts), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.dbl")
+			g, err := Create(path, &Options{Capacity: 10_000, Seed: 9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !recCounts {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mt, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				mt.Flags &^= header.FlagRecordCounts
+				header.EncodeBoth(b, mt)
+				if err := os.WriteFile(path, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := Open(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			for i := range 100 {
+				if err := h.AddString(fmt.Sprint("k", i), uint64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := h.chain.Load().f[0]
+			if m.recWords != recCounts {
+				t.Fatalf("recWords %v in a file with the flag %v", m.recWords, recCounts)
+			}
+			line := m.counts[h.slot*countStride:][:header.CountWords]
+			if !recCounts && (line[0] != 100 || slotCount(m, h.slot) != 100) {
+				t.Fatalf("a 1.5 file's count line %v, want 100 in the first word alone", line)
+			}
+			// A word past the first: counted by the 1.6 rule alone.
+			atomic.AddUint64(&line[3], 5)
+			want := uint64(100)
+			if recCounts {
+				want = 105
+			}
+			if c := h.Stats().Count; c != want {
+				t.Fatalf("item count %d with the fourth word raised by 5, want %d", c, want)
+			}
+		})
 	}
 }

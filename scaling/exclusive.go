@@ -293,10 +293,12 @@ func (w *exclWriter) widen(m *member, id uint64) bool {
 
 // count: nobody else writes the handle's count (nor, with no counts page,
 // the items word): no read-modify-write needed, once the handle's bit is
-// in the writers word.
-func (w *exclWriter) count(m *member, d int64) {
+// in the writers word. r is record 0, whose word of the count line is the
+// first (header.CountWord), the one this writes with or without
+// header.FlagRecordCounts.
+func (w *exclWriter) count(m *member, r *record, d int64) {
 	if m.own != nil && !m.ownMarked.Load() {
-		sharedWriter{}.count(m, d)
+		sharedWriter{}.count(m, r, d)
 		return
 	}
 	p := m.own
@@ -309,7 +311,7 @@ func (w *exclWriter) count(m *member, d int64) {
 }
 
 // uncount is sharedWriter.uncount with count's stores.
-func (w *exclWriter) uncount(m *member, changed bool) {
+func (w *exclWriter) uncount(m *member, r *record, changed bool) {
 	if m.own == nil {
 		if v := atomic.LoadUint64(&m.line.Items); int64(v) > 0 {
 			counting4.StoreOrdered(&m.line.Items, v-1)
@@ -319,7 +321,7 @@ func (w *exclWriter) uncount(m *member, changed bool) {
 	if !changed && m.itemCount() == 0 {
 		return
 	}
-	w.count(m, -1)
+	w.count(m, r, -1)
 }
 
 // claimRecord takes record 0, under wmu. Ordered stores suffice:

@@ -133,7 +133,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
 			m.ps.mark(m.countsPage)
 		} else {
-			w.count(m, 1)
+			w.count(m, r, 1)
 		}
 		r.endExcl(true)
 		w.wmu.Unlock()
@@ -163,7 +163,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			counting4.StoreOrdered(p, atomic.LoadUint64(p)-1) // (exclWriter.uncount's common case)
 			m.ps.mark(m.countsPage)
 		} else {
-			w.uncount(m, atomic.LoadUint64(&rec.Changed) != 0)
+			w.uncount(m, r, atomic.LoadUint64(&rec.Changed) != 0)
 		}
 		r.endExcl(true)
 		w.wmu.Unlock()
@@ -208,6 +208,12 @@ func removeRoute(c *chain, m *member, id uint64) bool {
 	return m.holds(id) && (!c.sealed() || atomic.LoadUint64(&c.f[len(c.f)-1].line.MinID) > c.frontier)
 }
 
+// fastRecords is how many of a handle's records sharedFast chooses among:
+// those whose word of the count line is their own (header.CountWord), so
+// that its count is a plain store where the file has
+// header.FlagRecordCounts (sharedWriter.count).
+const fastRecords = header.CountWords - 1
+
 // sharedFast is exclFast for a shared handle (its writer sharedWriter):
 // the same common case, with a shared handle's steps (the chunked
 // admission from a reservation the shard still holds, a record of the
@@ -217,8 +223,8 @@ func removeRoute(c *chain, m *member, id uint64) bool {
 // claim of its record (claim): shutdown waits for claimed records as for
 // guards, and the claim is taken before closed and the chain are read, as
 // enter takes a guard.
-// One record is tried, the one claimRecord tries first; if another
-// goroutine has it, the general path looks further. An Add that finds its
+// One record is tried, one of the first fastRecords; if another goroutine
+// has it, the general path looks further. An Add that finds its
 // filter gone at the gate leaves its admission unreleased, as addOnce does.
 func (f *Filter) sharedFast(key []byte, id uint64, op uint64) error {
 	c := f.chain.Load()
@@ -230,7 +236,7 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) error {
 	kh := h + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	r := &f.rec[kh%uint64(len(f.rec))]
+	r := &f.rec[kh%fastRecords]
 	if !r.claim() { // (enter)
 		return f.modifySlow(key, id, op)
 	}
@@ -304,7 +310,7 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 	// apply, count, then release the admission (I7), finish.
 	rc := r.counters()
 	m.cf.AddProbe(pr, &rc)
-	w.count(m, 1)
+	w.count(m, r, 1)
 	w.release(m, s)
 	w.finish(r, true)
 	return true, nil
@@ -328,7 +334,7 @@ func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.P
 		w.finish(r, false)
 		return true, ErrNotPresent
 	}
-	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)
+	w.uncount(m, r, atomic.LoadUint64(&r.rec.Changed) != 0)
 	w.finish(r, true)
 	return true, nil
 }

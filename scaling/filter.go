@@ -157,10 +157,15 @@ type record struct {
 	busy uint64           // 1: claimed by a goroutine of a shared handle (claim, free)
 	_    [0]atomic.Uint64 // (busy 8-aligned on 32-bit platforms, for its 64-bit atomics)
 	rec  *header.Record   // the mapped words (Word, New: the evidence of the CAS in doubt)
+	// cw is the word of the handle's count lines this record counts in
+	// where the file has header.FlagRecordCounts, and cwOwn whether the
+	// word is the record's alone (header.CountWord; count).
+	cw    int
+	cwOwn bool
 	// A line each, as when the record held its eight word pointers: the
 	// goroutines of a handle claim busy flags at once, and four records to
 	// a line would make their claims contend.
-	_ [64 - 16]byte
+	_ [64 - 16 - 16]byte
 }
 
 // startOp begins a modification so that Close waits for it, and fails

@@ -41,7 +41,7 @@ func (f *Filter) loadChain(m *header.Meta) error {
 			c.f = append(c.f, old.f[seq-old.base])
 			continue
 		}
-		mb, err := f.newMember(seq, d)
+		mb, err := f.newMember(seq, d, m.Flags&header.FlagRecordCounts != 0)
 		if err != nil {
 			return err
 		}
@@ -80,8 +80,8 @@ func (f *Filter) loadChain(m *header.Meta) error {
 
 // newMember maps the filter d, number seq of the chain, with its
 // checksum pages, late-add index and counts page, and readies it for the
-// handle's writer.
-func (f *Filter) newMember(seq uint64, d header.FilterDesc) (*member, error) {
+// handle's writer; recWords: the file has header.FlagRecordCounts.
+func (f *Filter) newMember(seq uint64, d header.FilterDesc, recWords bool) (*member, error) {
 	i := d.Slot
 	w, err := f.r.Words(d.Offset, d.CounterBytes()/8)
 	if err != nil {
@@ -112,6 +112,7 @@ func (f *Filter) newMember(seq uint64, d header.FilterDesc) (*member, error) {
 	}
 	mb.countsPage = uint64(d.CountsOffset()-d.Offset) / header.PageSize
 	if d.HasCounts() {
+		mb.recWords = recWords
 		if err := f.mapCounts(mb); err != nil {
 			return nil, err
 		}

@@ -55,7 +55,15 @@ func TestModifyBatchEqualsLoop(t *testing.T) {
 			}
 			wa, _ := loop.r.Words(fa.Offset, fa.Bytes/8)
 			wb, _ := batch.r.Words(fb.Offset, fb.Bytes/8)
+			// (The counts page aside: which word of its count line an
+			// operation counts in depends on the record it held; Count
+			// compares the sums.)
+			d := loop.chain.Load().f[i].desc
+			cp := (d.CountsOffset() - d.Offset) / 8
 			for w := range wa {
+				if d.HasCounts() && int64(w) >= cp && int64(w) < cp+header.CountsBytes/8 {
+					continue
+				}
 				if wa[w] != wb[w] {
 					t.Fatalf("%s: filter %d counter word %d: loop %#x, batch %#x", what, i, w, wa[w], wb[w])
 				}

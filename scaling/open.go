@@ -72,7 +72,9 @@ func Create(path string, opts *Options) (*Filter, error) {
 
 // createFlags are the feature flags of a new file (header.FlagPageSums
 // too when its filters have check pages: createWith).
-func createFlags() uint64 { return header.FlagLiveReplace | header.FlagUndoBlock }
+func createFlags() uint64 {
+	return header.FlagLiveReplace | header.FlagUndoBlock | header.FlagRecordCounts
+}
 
 // NewMemory returns a Filter with the same behaviour held in ordinary memory:
 // nothing is written to disk, and the race detector sees every access.

@@ -291,7 +291,7 @@ func (f *Filter) addOnce(c *chain, h hashes, id uint64, t *target) (retry, error
 	}
 	w.addCounters(m, pr, r)
 	// Count, then release the admission (I7).
-	w.count(m, 1)
+	w.count(m, r, 1)
 	w.release(m, sh)
 	w.finish(r, true)
 	return noRetry, nil
@@ -475,7 +475,7 @@ func removeCounted(w writer, m *member, pr counting4.Probe, r *record) bool {
 	if !w.removeCounters(m, pr, r) {
 		return false
 	}
-	w.uncount(m, atomic.LoadUint64(&r.rec.Changed) != 0)
+	w.uncount(m, r, atomic.LoadUint64(&r.rec.Changed) != 0)
 	return true
 }
 

@@ -258,7 +258,7 @@ func TestCleanFlushReadsRecordsBeforeSums(t *testing.T) {
 	change = func() {
 		rc := r.counters()
 		m.cf.AddProbe(pr, &rc)
-		f.w.count(m, 1)
+		f.w.count(m, r, 1)
 		f.w.finish(r, true)
 	}
 	if err := f.Flush(); err != nil {

@@ -530,7 +530,7 @@ func TestRetireWidenRace(t *testing.T) {
 	p := pos[:m.desc.K]
 	m.cf.Positions(kh, p)
 	m.cf.AddAt(p, &counting4.Record{Changed: &r.rec.Changed, Doubt: &r.rec.Doubt, Word: &r.rec.Word, New: &r.rec.New})
-	f.w.count(m, 1)
+	f.w.count(m, r, 1)
 	f.w.release(m, sh)
 	f.w.finish(r, true) // the Add returns nil
 	got := <-rc

@@ -53,6 +53,7 @@ func (f *Filter) claimSlot() error {
 		for r := range f.rec {
 			rc := &f.rec[r]
 			rc.rec = &sl.Records[r]
+			rc.cw, rc.cwOwn = header.CountWord(r)
 			// Every record is idle here, but a writer killed inside finish
 			// (after the op word went idle) may have left its masks and
 			// evidence set.

@@ -135,7 +135,7 @@ func (f *Filter) sweepAdd(c *chain, keys [][]byte, lo, hi uint64, scratch *[]uin
 		kh, pr := n.cf.PrepareOrder(o)
 		r := w.claimRecord(f, kh, header.OpAdd, n)
 		w.addCounters(n, pr, r)
-		w.count(n, 1)
+		w.count(n, r, 1)
 		w.finish(r, true)
 	}
 	return true, nil

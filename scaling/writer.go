@@ -45,8 +45,8 @@ type writer interface {
 	widen(m *member, id uint64) bool
 	addCounters(m *member, pr counting4.Probe, r *record)
 	removeCounters(m *member, pr counting4.Probe, r *record) bool
-	count(m *member, d int64)
-	uncount(m *member, changed bool)
+	count(m *member, r *record, d int64)
+	uncount(m *member, r *record, changed bool)
 	claimRecord(f *Filter, h, op uint64, m *member) *record
 	finish(r *record, completed bool)
 	adopt(f *Filter, m *member)

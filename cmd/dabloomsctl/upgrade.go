@@ -15,17 +15,20 @@ func newUpgradeCmd(a *app) *cobra.Command {
 	var o repairOptions
 	cmd := &cobra.Command{
 		Use:   "upgrade FILE [--output NEW | --backup PATH | --no-backup] [--dry-run]",
-		Short: "Rewrite a file of format 1.0-1.4 as 1.5, with page checksums and the undo block",
-		Long: `upgrade rewrites a file of format 1.0 to 1.4 as format 1.5: every filter
+		Short: "Rewrite a file of format 1.0-1.5 as 1.6, with page checksums, the undo block and record counts",
+		Long: `upgrade rewrites a file of format 1.0 to 1.5 as format 1.6: every filter
 then ends with the checksums of its pages (counters, writers' item counts,
 late-add index), which every flush keeps, so that verify can check every
-page of the file, and the file has the undo block, with which an
-exclusive writer (add --exclusive, OpenOptions.Exclusive) changes a key's
-counters in one step (a file of format 1.4 gains only the undo block:
-its metadata is written again, nothing grows). It first repairs what
-repair would; a file with a filter that needs rebuilding is refused (exit
-1): run repair --rebuild-from first. A file of format 1.5 is only
-repaired. Libraries before format 1.5 do not open the result.
+page of the file; the file has the undo block, with which an exclusive
+writer (add --exclusive, OpenOptions.Exclusive) changes a key's counters
+in one step, and a count word per record, with which a shared handle
+counts an add or remove without a locked instruction (the writers' item
+counts are folded into the filters' items first). A file of format 1.4
+or 1.5 gains only what it lacks of the last two: its metadata is written
+again, nothing grows. It first repairs what repair would; a file with a
+filter that needs rebuilding is refused (exit 1): run repair
+--rebuild-from first. A file of format 1.6 is only repaired. Libraries
+before format 1.6 do not open the result.
 
 The file is replaced as repair replaces it: in place, the original is kept
 as --backup (default FILE.bak, or FILE.bak.N), or not at all with
@@ -37,7 +40,7 @@ an older one must be closed everywhere first. The file grows by about
 
 The exit code is 0 if the file ends clean (or unflushed), 3 if not.`,
 		Example: `  dabloomsctl upgrade spam.dbl
-  dabloomsctl upgrade spam.dbl --output spam.v15.dbl`,
+  dabloomsctl upgrade spam.dbl --output spam.v16.dbl`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runUpgrade(cmd.Context(), args[0], &o)
