@@ -236,7 +236,8 @@ func (f *Filter) sharedFast(key []byte, id uint64, op uint64) error {
 	kh := h + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	r := &f.rec[kh%fastRecords]
+	// (fastrange: kh % 7 took 6 instructions more.)
+	r := &f.rec[(kh>>32)*fastRecords>>32]
 	if !r.claim() { // (enter)
 		return f.modifySlow(key, id, op)
 	}
@@ -310,7 +311,12 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 	// apply, count, then release the admission (I7), finish.
 	rc := r.counters()
 	m.cf.AddProbe(pr, &rc)
-	w.count(m, r, 1)
+	if p := m.recCount(r); p != nil { // (sharedWriter.count's common case)
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
+		m.ps.mark(m.countsPage)
+	} else {
+		w.count(m, r, 1)
+	}
 	w.release(m, s)
 	w.finish(r, true)
 	return true, nil
@@ -334,7 +340,12 @@ func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.P
 		w.finish(r, false)
 		return true, ErrNotPresent
 	}
-	w.uncount(m, r, atomic.LoadUint64(&r.rec.Changed) != 0)
+	if p := m.recCount(r); p != nil && atomic.LoadUint64(&r.rec.Changed) != 0 { // (sharedWriter.uncount's common case)
+		counting4.StoreOrdered(p, atomic.LoadUint64(p)-1)
+		m.ps.mark(m.countsPage)
+	} else {
+		w.uncount(m, r, atomic.LoadUint64(&r.rec.Changed) != 0)
+	}
 	w.finish(r, true)
 	return true, nil
 }
