@@ -15,9 +15,12 @@ package scaling_test
 //     with their ids, once or many times over (see replay);
 //   - RetireBefore, Flush, private handles (read-only, read-write, and
 //     exclusive ones coming and going);
-//   - Compact (from the truth kept in shared memory), in-place Repair and
-//     Backup (each backup opened, verified and swept) while the others
-//     write;
+//   - Compact (from the truth kept in shared memory), in-place Repair,
+//     Upgrade and Backup (each backup opened, verified and swept) while
+//     the others write; half the rounds start from a file of format 1.5
+//     (no count word per record), which the first Upgrade or Compact
+//     makes 1.6 under the writers (their counts move from the lines'
+//     first words to their records' words);
 //   - SIGKILL of one process at a random moment, whatever it is doing (a
 //     writer, a retirement, a rewrite, an exclusive handle);
 //   - after the round, SIGKILLs of processes inside Flush, each followed by
@@ -122,13 +125,14 @@ const (
 	waLongBatches
 	waReplays
 	waClosingWrites
+	waUpgrades
 	waN
 )
 
 var waNames = [waN]string{"lookups", "adds", "removes", "hot-pair removes", "twin removes", "retirements", "compactions",
 	"in-place repairs", "backups", "backups refused", "live verifies", "exclusive handles", "exclusive opens busy",
 	"flushes", "rewrites busy", "ErrFull", "long exclusive batches", "replayed adds",
-	"adds racing their handle's Close"}
+	"adds racing their handle's Close", "upgrades"}
 
 type waCfg struct {
 	Procs, Gor int
@@ -136,12 +140,17 @@ type waCfg struct {
 	Capacity   uint64
 	Growth     float64
 	Seed       uint64
+	Old        bool // the round's file starts as format 1.5 (no FlagRecordCounts)
 }
 
 func (c waCfg) writers() int { return c.Procs * c.Gor }
 
 func (c waCfg) String() string {
-	return fmt.Sprintf("capacity %d, growth %.2f, %d processes × %d goroutines, %v", c.Capacity, c.Growth, c.Procs, c.Gor, c.Dur)
+	old := ""
+	if c.Old {
+		old = ", from a 1.5 file"
+	}
+	return fmt.Sprintf("capacity %d, growth %.2f, %d processes × %d goroutines, %v%s", c.Capacity, c.Growth, c.Procs, c.Gor, c.Dur, old)
 }
 
 // The keys. A checked key is never removed; its id is a function of its
@@ -723,6 +732,17 @@ func (wk *waWorker) lifecycle() {
 			s.event("compacted: %+v", *rep)
 		}
 		s.rewriteDone(err, "Compact", waCompacts)
+	case r < 6:
+		bak := filepath.Join(s.dir, fmt.Sprintf("upgrade-%d.bak", s.proc))
+		s.event("upgrade in place")
+		rep, err := recover.Upgrade(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
+		if err == nil {
+			s.event("upgraded: %v", rep.Actions)
+		}
+		if err == nil && len(rep.NeedsRebuild) > 0 {
+			s.fail("in-place Upgrade left filters %v for a Rebuild; actions %v; findings %v", rep.NeedsRebuild, rep.Actions, rep.Findings)
+		}
+		s.rewriteDone(err, "in-place Upgrade", waUpgrades)
 	case r < 7:
 		bak := filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))
 		s.event("repair in place")
@@ -1084,7 +1104,7 @@ func TestStressWholeAPI(t *testing.T) {
 	for r := 0; r == 0 || time.Since(start)+round < total; r++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(r)))
 		cfg := waCfg{Procs: procs, Gor: gor, Dur: round, Seed: rng.Uint64(),
-			Capacity: []uint64{1000, 5000, 20000}[rng.IntN(3)], Growth: []float64{1, 1.5, 2}[rng.IntN(3)]}
+			Capacity: []uint64{1000, 5000, 20000}[rng.IntN(3)], Growth: []float64{1, 1.5, 2}[rng.IntN(3)], Old: rng.IntN(2) == 0}
 		if !t.Run(fmt.Sprintf("round-%d", r), func(t *testing.T) { wholeRound(t, cfg, rng) }) {
 			t.Fatalf("round %d failed: replay with DABLOOMS_STRESS_SEED=%d", r, seed)
 		}
@@ -1101,6 +1121,9 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Old {
+		setMetaFlags(t, path, func(fl uint64) uint64 { return fl &^ header.FlagRecordCounts })
 	}
 	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), waWords, true)
 	if err != nil {
@@ -1161,6 +1184,11 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	}
 	if after, err := recover.Verify(path); err != nil || after.State != recover.Clean {
 		t.Fatalf("Verify after Repair: %v, %v; findings %v", err, after.State, after.Findings)
+	}
+	// A 1.5 round's file is 1.6 once an Upgrade or a Compact replaced it
+	// (and may be without one counted: the killed process's).
+	if rewrote := shm.Load(waCount+waUpgrades)+shm.Load(waCount+waCompacts) > 0; cfg.Old && rewrote && metaFlags(t, path)&header.FlagRecordCounts == 0 {
+		t.Fatalf("a 1.5 round's file after %d upgrades and %d compactions has flags %#x", shm.Load(waCount+waUpgrades), shm.Load(waCount+waCompacts), metaFlags(t, path))
 	}
 	wholeFlushKills(t, path, dir, rng)
 	wholeGrowthKill(t, path, dir)
@@ -1337,4 +1365,38 @@ func wholeGrowthKill(t *testing.T, path, dir string) {
 		t.Fatalf("a growth killed between its metadata copies, a quiet moment and a Flush of a handle open before:\n%s", strings.Join(bad, "\n"))
 	}
 	t.Logf("a growth killed between its metadata copies after %d adds, finished by a Flush", added)
+}
+
+// metaFlags returns the feature flags of the file at path (metadata copy
+// A: the file is quiet).
+func metaFlags(t *testing.T, path string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Flags
+}
+
+// setMetaFlags rewrites both metadata copies of the quiet file at path
+// with the flags fl returns, as an older version would have written them.
+func setMetaFlags(t *testing.T, path string, fl func(uint64) uint64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Flags = fl(m.Flags)
+	header.EncodeBoth(b, m)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
