@@ -158,19 +158,7 @@ func TestRecordCountWords(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !recCounts {
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				mt, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				mt.Flags &^= header.FlagRecordCounts
-				header.EncodeBoth(b, mt)
-				if err := os.WriteFile(path, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				setMetaFlags(t, path, func(fl uint64) uint64 { return fl &^ header.FlagRecordCounts })
 			}
 			h, err := Open(path, nil)
 			if err != nil {
@@ -201,4 +189,38 @@ func TestRecordCountWords(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metaFlags returns the feature flags of the quiet file at path (its
+// metadata copy A).
+func metaFlags(t testing.TB, path string) uint64 {
+	t.Helper()
+	_, m := readMetaA(t, path)
+	return m.Flags
+}
+
+// setMetaFlags rewrites both metadata copies of the quiet file at path
+// with the flags fl returns, as an older version would have written them
+// (a 1.5 file: FlagRecordCounts cleared).
+func setMetaFlags(t testing.TB, path string, fl func(uint64) uint64) {
+	t.Helper()
+	b, m := readMetaA(t, path)
+	m.Flags = fl(m.Flags)
+	header.EncodeBoth(b, m)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readMetaA(t testing.TB, path string) ([]byte, *header.Meta) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, m
 }

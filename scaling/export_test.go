@@ -10,6 +10,13 @@ var (
 	StressSeed     = stressSeed
 )
 
+// MetaFlags and SetMetaFlags read and rewrite a quiet file's feature
+// flags (counts_test.go).
+var (
+	MetaFlags    = metaFlags
+	SetMetaFlags = setMetaFlags
+)
+
 // The helpers of the white-box tests that the external contract tests
 // (package scaling_test: persist_test.go) share.
 type StoreMode = storeMode

@@ -733,32 +733,9 @@ func (wk *waWorker) lifecycle() {
 		}
 		s.rewriteDone(err, "Compact", waCompacts)
 	case r < 6:
-		bak := filepath.Join(s.dir, fmt.Sprintf("upgrade-%d.bak", s.proc))
-		s.event("upgrade in place")
-		rep, err := recover.Upgrade(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
-		if err == nil {
-			s.event("upgraded: %v", rep.Actions)
-		}
-		if err == nil && len(rep.NeedsRebuild) > 0 {
-			s.fail("in-place Upgrade left filters %v for a Rebuild; actions %v; findings %v", rep.NeedsRebuild, rep.Actions, rep.Findings)
-		}
-		s.rewriteDone(err, "in-place Upgrade", waUpgrades)
+		s.inPlace("Upgrade", recover.Upgrade, waUpgrades)
 	case r < 7:
-		bak := filepath.Join(s.dir, fmt.Sprintf("repair-%d.bak", s.proc))
-		s.event("repair in place")
-		rep, err := recover.Repair(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
-		if err == nil {
-			s.event("repaired: %v", rep.Actions)
-		}
-		if err == nil && len(rep.NeedsRebuild) > 0 {
-			// No OS crash happened: Repair must end every operation a
-			// dead writer cut short exactly (the file it replaced is kept
-			// for the post-mortem).
-			keep := filepath.Join(os.TempDir(), fmt.Sprintf("dablooms-stress-repair-%d.bak", os.Getpid()))
-			_ = os.Rename(rep.Backup, keep)
-			s.fail("in-place Repair left filters %v for a Rebuild (file before it kept at %s); actions %v; findings %v", rep.NeedsRebuild, keep, rep.Actions, rep.Findings)
-		}
-		s.rewriteDone(err, "in-place Repair", waRepairs)
+		s.inPlace("Repair", recover.Repair, waRepairs)
 	case r < 8:
 		s.backup(wk)
 	case r < 9:
@@ -835,6 +812,26 @@ func overlap(fs []scaling.FilterStats) error {
 		}
 	}
 	return nil
+}
+
+// inPlace runs Repair or Upgrade (what, run) on the live file, in place,
+// and counts it in counter c.
+func (s *waRun) inPlace(what string, run func(string, *recover.RepairOptions) (*recover.Report, error), c int) {
+	bak := filepath.Join(s.dir, fmt.Sprintf("%s-%d.bak", strings.ToLower(what), s.proc))
+	s.event("%s in place", what)
+	rep, err := run(s.path, &recover.RepairOptions{Wait: 5 * time.Second, Backup: bak})
+	if err == nil {
+		s.event("%s actions: %v", what, rep.Actions)
+	}
+	if err == nil && len(rep.NeedsRebuild) > 0 {
+		// No OS crash happened: Repair must end every operation a dead
+		// writer cut short exactly (the file it replaced is kept for the
+		// post-mortem).
+		keep := filepath.Join(os.TempDir(), fmt.Sprintf("dablooms-stress-%s-%d.bak", strings.ToLower(what), os.Getpid()))
+		_ = os.Rename(rep.Backup, keep)
+		s.fail("in-place %s left filters %v for a Rebuild (file before it kept at %s); actions %v; findings %v", what, rep.NeedsRebuild, keep, rep.Actions, rep.Findings)
+	}
+	s.rewriteDone(err, "in-place "+what, c)
 }
 
 func (s *waRun) rewriteDone(err error, what string, c int) {
@@ -1123,7 +1120,7 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 		t.Fatal(err)
 	}
 	if cfg.Old {
-		setMetaFlags(t, path, func(fl uint64) uint64 { return fl &^ header.FlagRecordCounts })
+		scaling.SetMetaFlags(t, path, func(fl uint64) uint64 { return fl &^ header.FlagRecordCounts })
 	}
 	shm, err := childproc.MapShm(filepath.Join(dir, "shm"), waWords, true)
 	if err != nil {
@@ -1187,8 +1184,8 @@ func wholeRound(t *testing.T, cfg waCfg, rng *rand.Rand) {
 	}
 	// A 1.5 round's file is 1.6 once an Upgrade or a Compact replaced it
 	// (and may be without one counted: the killed process's).
-	if rewrote := shm.Load(waCount+waUpgrades)+shm.Load(waCount+waCompacts) > 0; cfg.Old && rewrote && metaFlags(t, path)&header.FlagRecordCounts == 0 {
-		t.Fatalf("a 1.5 round's file after %d upgrades and %d compactions has flags %#x", shm.Load(waCount+waUpgrades), shm.Load(waCount+waCompacts), metaFlags(t, path))
+	if rewrote := shm.Load(waCount+waUpgrades)+shm.Load(waCount+waCompacts) > 0; cfg.Old && rewrote && scaling.MetaFlags(t, path)&header.FlagRecordCounts == 0 {
+		t.Fatalf("a 1.5 round's file after %d upgrades and %d compactions has flags %#x", shm.Load(waCount+waUpgrades), shm.Load(waCount+waCompacts), scaling.MetaFlags(t, path))
 	}
 	wholeFlushKills(t, path, dir, rng)
 	wholeGrowthKill(t, path, dir)
@@ -1365,38 +1362,4 @@ func wholeGrowthKill(t *testing.T, path, dir string) {
 		t.Fatalf("a growth killed between its metadata copies, a quiet moment and a Flush of a handle open before:\n%s", strings.Join(bad, "\n"))
 	}
 	t.Logf("a growth killed between its metadata copies after %d adds, finished by a Flush", added)
-}
-
-// metaFlags returns the feature flags of the file at path (metadata copy
-// A: the file is quiet).
-func metaFlags(t *testing.T, path string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Flags
-}
-
-// setMetaFlags rewrites both metadata copies of the quiet file at path
-// with the flags fl returns, as an older version would have written them.
-func setMetaFlags(t *testing.T, path string, fl func(uint64) uint64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Flags = fl(m.Flags)
-	header.EncodeBoth(b, m)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
