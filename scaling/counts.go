@@ -81,6 +81,18 @@ func (f *Filter) lineItemCount(i int) uint64 {
 // add. The locked add this saves was, on the 1M comparison run, the
 // costliest instruction of a shared Add and Remove after the counters'
 // compare-and-swaps (docs/PERFORMANCE.md, What each lever gained).
+//
+// The plain store still needs a store-load barrier before the page mark
+// reads the changed map (r.fence): x86 lets that load pass the store, and
+// a Flush's take that swaps the map between them reads the old count while
+// the mark, read still set, is not set again, leaving the counts page
+// unmarked under a stale checksum (the page-sums protocol,
+// docs/FORMAT.md; TestCountStoreBeforeMarkLoad). The atomic add was its
+// own barrier; the exclusive writer needs none, as its Flush holds its
+// mutex. The barrier is a locked add on the record's busy word, a line of
+// process memory: a third of the locked add on the count word it replaces
+// (the knock-out builds of docs/PERFORMANCE.md). The straight Add uses its
+// admission's release for it.
 func (sharedWriter) count(m *member, r *record, d int64) {
 	if m.own == nil {
 		atomic.AddUint64(&m.line.Items, uint64(d))
@@ -96,6 +108,7 @@ func (sharedWriter) count(m *member, r *record, d int64) {
 	case r.cwOwn:
 		p := (*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)) // (r.cw < header.CountWords: the handle's line)
 		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
+		r.fence()
 	default:
 		atomic.AddUint64((*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)), uint64(d))
 	}

@@ -313,11 +313,14 @@ func (f *Filter) sharedFastAdd(c *chain, m *member, h, kh uint64, pr counting4.P
 	m.cf.AddProbe(pr, &rc)
 	if p := m.recCount(r); p != nil { // (sharedWriter.count's common case)
 		counting4.StoreOrdered(p, atomic.LoadUint64(p)+1)
+		// The release's locked add is the barrier the count store needs
+		// before the mark reads the changed map (count).
+		w.release(m, s)
 		m.ps.mark(m.countsPage)
 	} else {
 		w.count(m, r, 1)
+		w.release(m, s)
 	}
-	w.release(m, s)
 	w.finish(r, true)
 	return true, nil
 }
@@ -342,6 +345,7 @@ func (f *Filter) sharedFastRemove(c *chain, m *member, kh uint64, pr counting4.P
 	}
 	if p := m.recCount(r); p != nil && atomic.LoadUint64(&r.rec.Changed) != 0 { // (sharedWriter.uncount's common case)
 		counting4.StoreOrdered(p, atomic.LoadUint64(p)-1)
+		r.fence() // (count)
 		m.ps.mark(m.countsPage)
 	} else {
 		w.uncount(m, r, atomic.LoadUint64(&r.rec.Changed) != 0)

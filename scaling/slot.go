@@ -117,6 +117,13 @@ func (sharedWriter) claimRecord(f *Filter, h uint64, op uint64, m *member) *reco
 // claimer that then reads closed false is waited for).
 func (r *record) claim() bool { return atomic.CompareAndSwapUint64(&r.busy, 0, 1) }
 
+// fence orders the goroutine's stores before it before its loads after
+// it (a store-load barrier), for a goroutine that holds r: a locked add of
+// nothing to r's busy word, a line of process memory no other goroutine
+// touches while r is claimed (on amd64 a LOCK XADD: a full barrier; the
+// count's plain store needs it before the page mark, sharedWriter.count).
+func (r *record) fence() { atomic.AddUint64(&r.busy, 0) }
+
 // free gives r back: a release store (StoreOrdered), which every store of
 // the operation precedes, for the next claimer (whose swap reads it) and
 // for shutdown. Nothing needs it ordered before a later load: a locked
