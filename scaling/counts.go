@@ -87,12 +87,15 @@ func (f *Filter) lineItemCount(i int) uint64 {
 // a Flush's take that swaps the map between them reads the old count while
 // the mark, read still set, is not set again, leaving the counts page
 // unmarked under a stale checksum (the page-sums protocol,
-// docs/FORMAT.md; TestCountStoreBeforeMarkLoad). The atomic add was its
-// own barrier; the exclusive writer needs none, as its Flush holds its
-// mutex. The barrier is a locked add on the record's busy word, a line of
-// process memory: a third of the locked add on the count word it replaces
-// (the knock-out builds of docs/PERFORMANCE.md). The straight Add uses its
-// admission's release for it.
+// docs/FORMAT.md; TestCountStoreBeforeMarkLoad). A take can come between
+// them only for a writer that began inside the Flush and marked the file
+// dirty again, as a writer of this path may have; the straight Remove,
+// which falls back if its dirty check fails, needs none (sharedFastRemove).
+// The atomic add was its own barrier; the exclusive writer needs none, as
+// its Flush holds its mutex. The barrier is a locked add on the record's
+// busy word, a line of process memory: a third of the locked add on the
+// count word it replaces (the knock-out builds of docs/PERFORMANCE.md).
+// The straight Add uses its admission's release for it.
 func (sharedWriter) count(m *member, r *record, d int64) {
 	if m.own == nil {
 		atomic.AddUint64(&m.line.Items, uint64(d))

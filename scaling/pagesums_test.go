@@ -284,57 +284,87 @@ func TestCleanFlushReadsRecordsBeforeSums(t *testing.T) {
 	checkSums(t, f, true)
 }
 
-// TestCountStoreBeforeMarkLoad: a shared Remove's count store must be
-// visible before its mark of the counts page reads the changed map (a
-// store-load barrier between them), or a Flush's take that swaps the map
-// between the two can read the old count while the writer, having read
-// the mark still set, does not set it again: the counts page is left
-// unmarked with a stale checksum, which the next quiet Flush claims clean
-// over. Before the count went to a record's own word it was an atomic add,
-// itself the barrier; a plain store is not one on amd64 (x86 lets a load
-// pass an earlier store to another address), so the fast paths order it
-// (sharedFastRemove, sharedWriter.count). Each round: an Add marks the
-// counts page, then a Remove of the key and a take race; after both, no
-// unmarked page may hold a wrong checksum. Checked: without the barrier
-// it failed within a few thousand rounds on the Intel Xeon of
-// docs/PERFORMANCE.md; with an atomic store (-race, arm64, 386, purego)
-// it cannot fail.
+// TestCountStoreBeforeMarkLoad: a count's plain store (a record's own
+// word, header.FlagRecordCounts) must be visible before its mark of the
+// counts page reads the changed map, wherever a take of the marks may
+// run between the two: for a writer that began after a Flush's BeginFlush
+// and marked the file dirty again (I3's second case), which is the
+// general path (sharedWriter.count: its fence) or the straight Add's
+// ensureDirty (its admission's release is the barrier). x86 lets the
+// load pass the store: without a barrier the take swaps the map in
+// between, reads the old count, and the writer, having read the mark
+// still set, does not set it again, leaving the counts page unmarked
+// under a stale checksum that the next quiet Flush claims clean over.
+// Each round an Add marks the counts page, then a writer of the general
+// path (a Remove) or the straight Add (an Add of a second copy, removed
+// after the round) races the take itself, the writer's start moving
+// across the take's first steps from round to round; after both, no
+// unmarked page may hold a wrong checksum. Checked: it fails within a
+// few thousand rounds with count's fence removed, and with the straight
+// Add's mark moved before its release; with an atomic store (-race,
+// arm64, 386, purego) it cannot fail. (The straight Remove needs no
+// barrier, and races a whole Flush in TestFlushRacesCounts.)
 func TestCountStoreBeforeMarkLoad(t *testing.T) {
-	for _, racer := range []string{"remove", "add"} {
-		t.Run(racer, func(t *testing.T) { countMarkRace(t, racer == "add") })
+	for _, racer := range []string{"general remove", "straight add"} {
+		t.Run(racer, func(t *testing.T) {
+			countMarkRace(t, racer == "straight add", func(f *Filter) { f.mu.Lock(); defer f.mu.Unlock(); _ = f.takeSums() })
+		})
 	}
 }
 
-// countMarkRace is TestCountStoreBeforeMarkLoad's rounds with a racing
-// Remove, or (add) a racing Add of a key added once already (its second
-// copy, removed after the round with the first).
-func countMarkRace(t *testing.T, add bool) {
+// TestFlushRacesCounts: TestCountStoreBeforeMarkLoad's rounds with a
+// whole Flush in place of the take, racing the straight Remove (which
+// has no barrier between its count and its mark: a writer that passed its
+// dirty check before the Flush began is in flight when the Flush reads the
+// records, and the Flush then takes nothing) and the straight Add.
+func TestFlushRacesCounts(t *testing.T) {
+	for _, racer := range []string{"straight remove", "straight add"} {
+		t.Run(racer, func(t *testing.T) {
+			countMarkRace(t, racer == "straight add", func(f *Filter) {
+				if err := f.Flush(); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
+// countMarkRace runs the rounds of TestCountStoreBeforeMarkLoad: take is
+// the test goroutine's side, the racer a Remove (by the general path if
+// take is not a Flush: a writer that begins inside a Flush finds the
+// file flushing and takes it) or (add) a straight Add of a key added once
+// already.
+func countMarkRace(t *testing.T, add bool, take func(f *Filter)) {
 	f, err := NewMemory(&Options{Capacity: 3000, ErrorRate: 0.01, Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rounds := 200000
+	rounds := 100000
 	if testing.Short() {
-		rounds = 20000
+		rounds = 10000
 	}
-	// The test's goroutine adds, then takes; a second one removes (or
-	// adds). They meet each round at a spin barrier (start: the round
-	// that may begin), the racer after a delay that moves from round to
-	// round across the take's first steps.
+	// They meet each round at a spin barrier (start: the round that may
+	// begin), the racer after a delay that moves from round to round.
 	var start, raced atomic.Int64
 	var rerr error
 	k := func(i int) []byte { return fmt.Appendf(nil, "k%d", i%1000) }
+	general := t.Name() != "" && strings.Contains(t.Name(), "general")
 	go func() {
 		for i := 1; i <= rounds; i++ {
 			for start.Load() < int64(i) {
 			}
 			spin(i * 7 % 700)
-			op := f.Remove
-			if add {
-				op = f.Add
+			var err error
+			switch {
+			case add:
+				err = f.Add(k(i), uint64(i%1000))
+			case general:
+				err = f.modifySlow(k(i), uint64(i%1000), header.OpRemove)
+			default:
+				err = f.Remove(k(i), uint64(i%1000))
 			}
-			if err := op(k(i), uint64(i%1000)); err != nil && rerr == nil {
+			if err != nil && rerr == nil {
 				rerr = err
 			}
 			raced.Store(int64(i))
@@ -345,12 +375,7 @@ func countMarkRace(t *testing.T, add bool) {
 			t.Fatal(err)
 		}
 		start.Store(int64(i))
-		f.mu.Lock()
-		err := f.takeSums()
-		f.mu.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
+		take(f)
 		for raced.Load() < int64(i) {
 		}
 		if rerr != nil {
