@@ -109,11 +109,11 @@ func (sharedWriter) count(m *member, r *record, d int64) {
 	case !m.recWords:
 		atomic.AddUint64(m.own, uint64(d))
 	case r.cwOwn:
-		p := (*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)) // (r.cw < header.CountWords: the handle's line)
+		p := (*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8)) // (r.cw < header.CountWords: the handle's line)
 		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
 		r.fence()
 	default:
-		atomic.AddUint64((*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8)), uint64(d))
+		atomic.AddUint64((*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8)), uint64(d))
 	}
 	m.ps.mark(m.countsPage)
 }
@@ -128,7 +128,7 @@ func (m *member) recCount(r *record) *uint64 {
 	if m.own == nil || !m.recWords || !r.cwOwn || !m.ownMarked.Load() {
 		return nil
 	}
-	return (*uint64)(unsafe.Add(unsafe.Pointer(m.own), r.cw*8))
+	return (*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8))
 }
 
 // uncount takes one from the filter's item count after a Remove, but never

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/dablooms/dablooms/header"
 )
@@ -223,4 +224,13 @@ func readMetaA(t testing.TB, path string) ([]byte, *header.Meta) {
 		t.Fatal(err)
 	}
 	return b, m
+}
+
+// TestRecordFillsALine: a handle's records take a cache line each, so that
+// goroutines claiming neighbouring records do not contend for one line,
+// with 8-byte pointers and with 4-byte ones (GOARCH=386 runs this too).
+func TestRecordFillsALine(t *testing.T) {
+	if s := unsafe.Sizeof(record{}); s != 64 {
+		t.Fatalf("a record is %d bytes, want 64", s)
+	}
 }

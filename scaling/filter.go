@@ -160,12 +160,13 @@ type record struct {
 	// cw is the word of the handle's count lines this record counts in
 	// where the file has header.FlagRecordCounts, and cwOwn whether the
 	// word is the record's alone (header.CountWord; count).
-	cw    int
+	cw    uint8
 	cwOwn bool
 	// A line each, as when the record held its eight word pointers: the
 	// goroutines of a handle claim busy flags at once, and four records to
-	// a line would make their claims contend.
-	_ [64 - 16 - 16]byte
+	// a line would make their claims contend. (64 bytes with 8-byte
+	// pointers, and with 4-byte ones too: 8 + 4 + 2 + 46 rounds up to 64.)
+	_ [64 - 16 - 2]byte
 }
 
 // startOp begins a modification so that Close waits for it, and fails

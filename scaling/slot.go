@@ -53,7 +53,8 @@ func (f *Filter) claimSlot() error {
 		for r := range f.rec {
 			rc := &f.rec[r]
 			rc.rec = &sl.Records[r]
-			rc.cw, rc.cwOwn = header.CountWord(r)
+			cw, own := header.CountWord(r)
+			rc.cw, rc.cwOwn = uint8(cw), own
 			// Every record is idle here, but a writer killed inside finish
 			// (after the op word went idle) may have left its masks and
 			// evidence set.
