@@ -105,15 +105,14 @@ func (sharedWriter) count(m *member, r *record, d int64) {
 		atomic.OrUint64(&m.line.Writers, 1<<m.ownSlot)
 		m.ownMarked.Store(true)
 	}
-	switch {
+	switch p := m.recWord(r); {
 	case !m.recWords:
 		atomic.AddUint64(m.own, uint64(d))
 	case r.cwOwn:
-		p := (*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8)) // (r.cw < header.CountWords: the handle's line)
 		counting4.StoreOrdered(p, atomic.LoadUint64(p)+uint64(d))
 		r.fence()
 	default:
-		atomic.AddUint64((*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8)), uint64(d))
+		atomic.AddUint64(p, uint64(d))
 	}
 	m.ps.mark(m.countsPage)
 }
@@ -128,6 +127,13 @@ func (m *member) recCount(r *record) *uint64 {
 	if m.own == nil || !m.recWords || !r.cwOwn || !m.ownMarked.Load() {
 		return nil
 	}
+	return m.recWord(r)
+}
+
+// recWord is record r's word of this handle's count line on m
+// (header.CountWord; r.cw < header.CountWords, so within the line m.own
+// starts), for a handle that counts on m (m.own not nil).
+func (m *member) recWord(r *record) *uint64 {
 	return (*uint64)(unsafe.Add(unsafe.Pointer(m.own), int(r.cw)*8))
 }
 
