@@ -6,7 +6,6 @@ package scaling
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -151,8 +150,10 @@ type exclWriter struct {
 	noReplace      uint64
 	sharedReplaced *uint64
 	// wmu is the hold: one modification at a time, and Flush and
-	// RetireBefore (holdOps); shutdown takes it after it sets closed.
-	wmu sync.Mutex
+	// RetireBefore (holdOps); shutdown takes it after it sets closed. The
+	// straight-line paths hold it short (lockOp), everything else long
+	// (lock: hold.go).
+	wmu hold
 	// undo is the handle's undo block (nil: none; counting4.SetUndo).
 	undo *counting4.Undo
 	// sweepBuf is the sort buffer of swept batches (sweep.go; under wmu),
@@ -170,21 +171,21 @@ func (w *exclWriter) adopt(f *Filter, m *member) {
 // startOp takes wmu: one modification at a time; shutdown takes wmu after
 // it sets closed.
 func (w *exclWriter) startOp(f *Filter, _ uint64) (*guard, error) {
-	w.wmu.Lock()
+	w.wmu.lock()
 	if f.closed.Load() {
-		w.wmu.Unlock()
+		w.wmu.unlock()
 		return nil, ErrClosed
 	}
 	return nil, nil
 }
 
-func (w *exclWriter) endOp(f *Filter, _ *guard) { w.wmu.Unlock() }
+func (w *exclWriter) endOp(f *Filter, _ *guard) { w.wmu.unlock() }
 
 // holdOps takes wmu: no modification of the handle is in flight, or
 // starts, until unlock.
 func (w *exclWriter) holdOps(f *Filter) (unlock func()) {
-	w.wmu.Lock()
-	return w.wmu.Unlock
+	w.wmu.lock()
+	return w.wmu.unlock
 }
 
 // lockFlush takes wmu: no record of the handle is in flight while it
