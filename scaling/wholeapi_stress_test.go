@@ -615,11 +615,7 @@ func (wk *waWorker) toggleOwn() {
 			racing.Add(1)
 			go wk.addWhileClosing(wk.own, wk.how, wk.rng.Uint64(), &racing)
 		}
-		if err := wk.own.Close(); err != nil {
-			s.fail("Close of %s: %v", wk.how, err)
-		}
-		racing.Wait()
-		wk.own = nil
+		wk.closeOwn(&racing)
 		return
 	}
 	// A process may have been killed in an operation: the file is then
@@ -642,8 +638,14 @@ func (wk *waWorker) toggleOwn() {
 			s.event("exclusive handle open")
 			defer s.event("exclusive handle closed")
 			s.count(waExclusive)
-			// Other writers wait for it: use it for a moment, then close it.
+			// Other writers wait for it: use it for a moment, then close
+			// it. Another goroutine adds and flushes on it all the while
+			// (its hold: the straight paths' short holds beside the
+			// batch's, the Flush's and the Close's long ones).
 			wk.excl = true
+			var racing sync.WaitGroup
+			racing.Add(1)
+			go wk.addWhileClosing(h, wk.how, wk.rng.Uint64(), &racing)
 			for range 20 {
 				wk.addChecked()
 				wk.lookup()
@@ -657,7 +659,7 @@ func (wk *waWorker) toggleOwn() {
 					s.count(waLongBatches)
 				}
 			}
-			wk.toggleOwn()
+			wk.closeOwn(&racing)
 			wk.excl = false
 		}
 	case o.Exclusive && (errors.Is(err, scaling.ErrLockTimeout) || errors.Is(err, scaling.ErrBusy)):
@@ -667,11 +669,22 @@ func (wk *waWorker) toggleOwn() {
 	}
 }
 
+// closeOwn closes the worker's private handle once racing (the goroutines
+// adding on it: addWhileClosing) is done.
+func (wk *waWorker) closeOwn(racing *sync.WaitGroup) {
+	if err := wk.own.Close(); err != nil {
+		wk.s.fail("Close of %s: %v", wk.how, err)
+	}
+	racing.Wait()
+	wk.own = nil
+}
+
 // addWhileClosing adds keys of its own (not checked keys: the worker's
-// count is not touched) on h until h reports ErrClosed, then checks on the
-// shared handle that every Add that returned nil is there. Their id is
-// the newest hot pair's, above every cut; a compaction's source has them
-// (the worker's closing words, counted before each Add).
+// count is not touched) on h, with a Flush every 32, until h reports
+// ErrClosed, then checks on the shared handle that every Add that
+// returned nil is there. Their id is the newest hot pair's, above every
+// cut; a compaction's source has them (the worker's closing words,
+// counted before each Add).
 func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, done *sync.WaitGroup) {
 	defer done.Done()
 	s := wk.s
@@ -690,6 +703,11 @@ func (wk *waWorker) addWhileClosing(h *scaling.Filter, how string, tag uint64, d
 			break
 		}
 		kept = append(kept, i)
+		if i%32 == 31 {
+			if err := h.Flush(); err != nil && !errors.Is(err, scaling.ErrClosed) {
+				s.fail("Flush racing the Close of %s: %v", how, err)
+			}
+		}
 	}
 	s.count(waClosingWrites)
 	for _, i := range kept {
