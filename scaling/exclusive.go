@@ -31,9 +31,9 @@ import (
 //     lookups everywhere go on, and if the process dies the next holder of
 //     the growth lock thaws the word (thaw).
 //   - Inside the process its modifications, Flush and RetireBefore take
-//     one mutex (wmu, the hold): two locked instructions per operation in
-//     place of a dozen or more, and none between the key's prefetch and
-//     its counters.
+//     one mutex (wmu, the hold): one locked instruction per operation in
+//     place of a dozen or more (the hold is released with a plain store:
+//     hold.go), and none between the key's prefetch and its counters.
 //   - Under wmu the counters are stored, not compared and swapped: in a
 //     file with the undo block (format 1.5, header/undo.go) a key's block
 //     at a time, saved in the undo block first (counting4.SetUndo), else
