@@ -88,7 +88,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 	kh := header.HashKey(f.params.Seed, key) + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	w.wmu.lockOp()
+	lined := w.wmu.lockOp()
 	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
 		goto slow
 	}
@@ -134,7 +134,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			w.count(m, r, 1)
 		}
 		r.endExcl(true)
-		w.wmu.unlockOp()
+		w.wmu.unlockOp(lined)
 		return nil
 	}
 	// The Remove. Route (removeRoute).
@@ -153,7 +153,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 		rc := r.counters()
 		if !m.cf.RemoveExcl(pr, &rc) {
 			r.endExcl(false)
-			w.wmu.unlockOp()
+			w.wmu.unlockOp(lined)
 			return ErrNotPresent
 		}
 		// count, finish.
@@ -164,13 +164,13 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			w.uncount(m, r, atomic.LoadUint64(&rec.Changed) != 0)
 		}
 		r.endExcl(true)
-		w.wmu.unlockOp()
+		w.wmu.unlockOp(lined)
 		return nil
 	}
 undone: // the record claimed, nothing changed: finished as not completed (I6)
 	f.rec[0].endExcl(false)
 slow:
-	w.wmu.unlockOp()
+	w.wmu.unlockOp(lined)
 	return f.modifySlow(key, id, op)
 }
 

@@ -54,9 +54,9 @@ func TestHoldExcludes(t *testing.T) {
 					h.unlock()
 					continue
 				}
-				h.lockOp()
+				lined := h.lockOp()
 				c.section(nil)
-				h.unlockOp()
+				h.unlockOp(lined)
 			}
 		})
 	}
@@ -92,21 +92,23 @@ func TestHoldOverlapCheckCatches(t *testing.T) {
 	}
 }
 
-// TestHoldLongNotStarved takes long and short holds while another
-// goroutine takes short holds back to back, as a loop of single Adds
-// does: the waiting goroutine sets wait and must get its turns.
+// TestHoldLongNotStarved takes holds through line and short holds while
+// another goroutine takes short holds back to back, as a loop of single
+// Adds does: each must get its turn, and once nobody is queued the fast
+// hold is back.
 func TestHoldLongNotStarved(t *testing.T) {
 	var h hold
 	var stop atomic.Bool
 	var spun atomic.Int64
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		for !stop.Load() {
-			h.lockOp()
+			lined := h.lockOp()
 			spun.Add(1)
-			h.unlockOp()
+			h.unlockOp(lined)
 		}
 	}()
-	defer stop.Store(true)
 	for spun.Load() == 0 {
 		runtime.Gosched()
 	}
@@ -116,15 +118,24 @@ func TestHoldLongNotStarved(t *testing.T) {
 			h.lock()
 			h.unlock()
 		} else {
-			h.lockOp()
-			h.unlockOp()
+			lined := h.lockOp()
+			h.unlockOp(lined)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d holds in a minute beside a loop of short holds", i)
 		}
 	}
-	if atomic.LoadUint32(&h.wait) != 0 {
-		t.Error("wait is still set with no head polling")
+	stop.Store(true)
+	<-stopped
+	h.lock()
+	h.unlock()
+	if atomic.LoadUint32(&h.busy) != 0 {
+		t.Error("busy still set with nobody queued")
+	}
+	if lined := h.lockOp(); lined {
+		t.Error("an uncontended lockOp went through line")
+	} else {
+		h.unlockOp(lined)
 	}
 }
 
@@ -138,9 +149,9 @@ func TestHoldWaitersSleepThroughLongHold(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			h.lockOp()
+			lined := h.lockOp()
 			got.Add(1)
-			h.unlockOp()
+			h.unlockOp(lined)
 		})
 	}
 	time.Sleep(20 * time.Millisecond)
