@@ -114,8 +114,7 @@ package scaling
 // names the one use that runs up by design: a handle whose file was
 // replaced opens the replacement (successor.go calls Open).
 //
-//	0 words                   errors, options, testknobs, fence_*, prefetch_*,
-//	                          hold
+//	0 words                   errors, options, testknobs, fence_*, prefetch_*
 //	1 the handle              filter (the Filter's state), meta (metadata
 //	                          copies, hot page, dirty-first)
 //	2 a filter's parts        chain, pagesums, writer, counts, slot, quota

@@ -6,6 +6,7 @@ package scaling
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dablooms/dablooms/counting4"
@@ -31,9 +32,9 @@ import (
 //     lookups everywhere go on, and if the process dies the next holder of
 //     the growth lock thaws the word (thaw).
 //   - Inside the process its modifications, Flush and RetireBefore take
-//     one mutex (wmu, the hold): one locked instruction per operation in
-//     place of a dozen or more (the hold is released with a plain store:
-//     hold.go), and none between the key's prefetch and its counters.
+//     one mutex (wmu, the hold): two locked instructions per operation in
+//     place of a dozen or more, and none between the key's prefetch and
+//     its counters.
 //   - Under wmu the counters are stored, not compared and swapped: in a
 //     file with the undo block (format 1.5, header/undo.go) a key's block
 //     at a time, saved in the undo block first (counting4.SetUndo), else
@@ -150,10 +151,8 @@ type exclWriter struct {
 	noReplace      uint64
 	sharedReplaced *uint64
 	// wmu is the hold: one modification at a time, and Flush and
-	// RetireBefore (holdOps); shutdown takes it after it sets closed. The
-	// straight-line paths hold it short (lockOp), everything else long
-	// (lock: hold.go).
-	wmu hold
+	// RetireBefore (holdOps); shutdown takes it after it sets closed.
+	wmu sync.Mutex
 	// undo is the handle's undo block (nil: none; counting4.SetUndo).
 	undo *counting4.Undo
 	// sweepBuf is the sort buffer of swept batches (sweep.go; under wmu),
@@ -171,21 +170,21 @@ func (w *exclWriter) adopt(f *Filter, m *member) {
 // startOp takes wmu: one modification at a time; shutdown takes wmu after
 // it sets closed.
 func (w *exclWriter) startOp(f *Filter, _ uint64) (*guard, error) {
-	w.wmu.lock()
+	w.wmu.Lock()
 	if f.closed.Load() {
-		w.wmu.unlock()
+		w.wmu.Unlock()
 		return nil, ErrClosed
 	}
 	return nil, nil
 }
 
-func (w *exclWriter) endOp(f *Filter, _ *guard) { w.wmu.unlock() }
+func (w *exclWriter) endOp(f *Filter, _ *guard) { w.wmu.Unlock() }
 
 // holdOps takes wmu: no modification of the handle is in flight, or
 // starts, until unlock.
 func (w *exclWriter) holdOps(f *Filter) (unlock func()) {
-	w.wmu.lock()
-	return w.wmu.unlock
+	w.wmu.Lock()
+	return w.wmu.Unlock
 }
 
 // lockFlush takes wmu: no record of the handle is in flight while it

@@ -21,8 +21,7 @@ import (
 // routed as 1.0 did (testknobs.Knobs.LegacyRouting), and no route hook
 // (testknobs.Knobs.RouteHook: the writer is then wrapped, and setWriter
 // chooses the general path alone); the chain still current under the hold, the filter not
-// gone, marked dirty in this epoch (a shared Add marks it; the exclusive
-// Add, whose hold is short, and every Remove fall back),
+// gone, marked dirty in this epoch (an Add marks it; a Remove falls back),
 // with admission room counted in process memory, an id range that needs
 // no widening over a seal, and a blocked layout for a Remove (its counter
 // update decides before its first store). Everything else falls back
@@ -34,9 +33,9 @@ import (
 // what the general path leaves there (I18). What it saves is the general
 // path's structure: the writer's methods behind an interface, the retry
 // loops, the target guessed and looked up again, the deferred unlock.
-// Nothing between the hold's lockOp and unlockOp panics but a fault on
-// the mapping, which kills the process (no SetPanicOnFault here), so the
-// hold is released without a defer.
+// Nothing between the hold's Lock and Unlock panics but a fault on the
+// mapping, which kills the process (no SetPanicOnFault here), so the hold
+// is released without a defer.
 
 // setWriter makes w the handle's writer (writer.go), wrapped in a
 // routeHookWriter if its knobs have a RouteHook, and chooses the path of
@@ -88,7 +87,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 	kh := header.HashKey(f.params.Seed, key) + m.salt
 	pr := m.cf.Prepare(kh)
 	m.cf.PrefetchProbe(pr)
-	lined := w.wmu.lockOp()
+	w.wmu.Lock()
 	if f.closed.Load() || f.chain.Load() != c || f.stale(c) {
 		goto slow
 	}
@@ -106,10 +105,13 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 		if m.gone() {
 			goto undone
 		}
-		// dirty (I1): marking the file dirty syncs, which the general
-		// path does under a long hold.
+		// dirty (I1).
 		if !f.writable(&m.line.Mark) {
-			goto undone
+			if err := f.ensureDirty(&m.line.Mark); err != nil {
+				r.endExcl(false)
+				w.wmu.Unlock()
+				return err
+			}
 		}
 		// range (I8): exclWriter.widen, which needs no widening over a
 		// seal here.
@@ -134,7 +136,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			w.count(m, r, 1)
 		}
 		r.endExcl(true)
-		w.wmu.unlockOp(lined)
+		w.wmu.Unlock()
 		return nil
 	}
 	// The Remove. Route (removeRoute).
@@ -153,7 +155,7 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 		rc := r.counters()
 		if !m.cf.RemoveExcl(pr, &rc) {
 			r.endExcl(false)
-			w.wmu.unlockOp(lined)
+			w.wmu.Unlock()
 			return ErrNotPresent
 		}
 		// count, finish.
@@ -164,13 +166,13 @@ func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
 			w.uncount(m, r, atomic.LoadUint64(&rec.Changed) != 0)
 		}
 		r.endExcl(true)
-		w.wmu.unlockOp(lined)
+		w.wmu.Unlock()
 		return nil
 	}
 undone: // the record claimed, nothing changed: finished as not completed (I6)
 	f.rec[0].endExcl(false)
 slow:
-	w.wmu.unlockOp(lined)
+	w.wmu.Unlock()
 	return f.modifySlow(key, id, op)
 }
 
