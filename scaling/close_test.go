@@ -51,7 +51,9 @@ func TestCloseDuringLookups(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCloseDuringLookups$", "-test.count=1")
-	cmd.Env = append(os.Environ(), closeRaceEnv+"=1")
+	// The child dies of its fault before its t.TempDir cleanup: its
+	// directories go under this test's, which is removed.
+	cmd.Env = append(os.Environ(), closeRaceEnv+"=1", "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("negative control: child passed, want a fault:\n%s", out)
