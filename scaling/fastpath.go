@@ -5,6 +5,7 @@ package scaling
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/dablooms/dablooms/counting4"
 	"github.com/dablooms/dablooms/header"
@@ -73,6 +74,10 @@ type fastPath struct {
 // its end: a function for each, called from here, cost 26 instructions
 // an operation (bench/instructions.sh).
 func (f *Filter) exclFast(key []byte, id uint64, op uint64) error {
+	// The key's bytes first: where keys come from a large buffer in any
+	// order their first load is a miss, which the steps before the hash
+	// then hide (docs/PERFORMANCE.md, "What each lever gained").
+	prefetchKey(unsafe.SliceData(key))
 	w := f.fast.excl
 	c := f.chain.Load()
 	if c == nil || c.hasMurmur || c.legacy || id > header.MaxID {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/dablooms/dablooms/scaling"
 	"io/fs"
 	"os"
@@ -388,57 +389,65 @@ func TestPersistClosed(t *testing.T) {
 }
 
 // TestPersistEmptyKey: the empty key is a key like any other (the original's
-// Go binding panicked on it), in every spelling and across a reopen.
+// Go binding panicked on it), in every spelling and across a reopen, on a
+// shared and an exclusive handle (whose straight path prefetches the
+// key's first byte: none here).
 func TestPersistEmptyKey(t *testing.T) {
 	scaling.RequireFiles(t)
 	for _, mode := range []scaling.StoreMode{scaling.InFile, scaling.InMemory} {
-		t.Run(string(mode), func(t *testing.T) {
-			f, path := scaling.NewStore(t, mode, &scaling.Options{Capacity: 100, Seed: 12})
-			if f.Contains(nil) || f.ContainsString("") {
-				t.Fatal("empty key present in an empty filter")
-			}
-			if err := f.Add(nil, 1); err != nil {
-				t.Fatal(err)
-			}
-			for _, ok := range []bool{f.Contains(nil), f.Contains([]byte{}), f.ContainsString("")} {
-				if !ok {
-					t.Fatal("empty key absent after Add(nil)")
-				}
-			}
-			if err := f.AddString("", 2); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Remove([]byte{}, 1); err != nil {
-				t.Fatal(err)
-			}
-			if !f.ContainsString("") {
-				t.Fatal("empty key added twice, removed once: absent")
-			}
-			if mode == scaling.InFile {
-				if err := f.Flush(); err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
-				g, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Close()
-				if !g.Contains(nil) {
-					t.Fatal("empty key absent after reopen")
-				}
-				return
-			}
-			if err := f.RemoveString("", 2); err != nil {
-				t.Fatal(err)
-			}
-			if f.Contains(nil) {
-				t.Fatal("empty key present after removing both adds")
-			}
-			if err := f.Remove(nil, 2); !errors.Is(err, scaling.ErrNotPresent) {
-				t.Fatalf("third Remove: %v, want ErrNotPresent", err)
-			}
-		})
+		for _, excl := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/exclusive=%v", mode, excl), func(t *testing.T) {
+				testEmptyKey(t, mode, excl)
+			})
+		}
+	}
+}
+
+func testEmptyKey(t *testing.T, mode scaling.StoreMode, excl bool) {
+	f, path := scaling.NewStore(t, mode, &scaling.Options{Capacity: 100, Seed: 12, Exclusive: excl})
+	if f.Contains(nil) || f.ContainsString("") {
+		t.Fatal("empty key present in an empty filter")
+	}
+	if err := f.Add(nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []bool{f.Contains(nil), f.Contains([]byte{}), f.ContainsString("")} {
+		if !ok {
+			t.Fatal("empty key absent after Add(nil)")
+		}
+	}
+	if err := f.AddString("", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove([]byte{}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !f.ContainsString("") {
+		t.Fatal("empty key added twice, removed once: absent")
+	}
+	if mode == scaling.InFile {
+		if err := f.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		g, err := scaling.Open(path, &scaling.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		if !g.Contains(nil) {
+			t.Fatal("empty key absent after reopen")
+		}
+		return
+	}
+	if err := f.RemoveString("", 2); err != nil {
+		t.Fatal(err)
+	}
+	if f.Contains(nil) {
+		t.Fatal("empty key present after removing both adds")
+	}
+	if err := f.Remove(nil, 2); !errors.Is(err, scaling.ErrNotPresent) {
+		t.Fatalf("third Remove: %v, want ErrNotPresent", err)
 	}
 }
 

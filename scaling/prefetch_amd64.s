@@ -16,3 +16,9 @@ loop:
 	JNZ	loop
 done:
 	RET
+
+// func prefetchKey(p *byte)
+TEXT ·prefetchKey(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ	p+0(FP), AX
+	PREFETCHT0	(AX)
+	RET

@@ -16,3 +16,9 @@ loop:
 	BNE	loop
 done:
 	RET
+
+// func prefetchKey(p *byte)
+TEXT ·prefetchKey(SB), NOSPLIT|NOFRAME, $0-8
+	MOVD	p+0(FP), R0
+	PRFM	(R0), PLDL1KEEP
+	RET

@@ -10,3 +10,11 @@ package scaling
 //
 //go:noescape
 func prefetchKeys(keys *[]byte, n int)
+
+// prefetchKey prefetches the line at p, the first byte of a single
+// operation's key, so that the key's miss (a key read from anywhere in a
+// large buffer) runs under the operation's first steps rather than
+// before its hash. It never faults.
+//
+//go:noescape
+func prefetchKey(p *byte)

@@ -7,3 +7,6 @@ package scaling
 // prefetchKeys does nothing without a prefetch instruction: a load would
 // hold up the work after it until the key arrives, as hashing the key does.
 func prefetchKeys(keys *[]byte, n int) {}
+
+// prefetchKey does nothing without a prefetch instruction.
+func prefetchKey(p *byte) {}
