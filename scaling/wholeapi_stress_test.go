@@ -640,8 +640,8 @@ func (wk *waWorker) toggleOwn() {
 			s.count(waExclusive)
 			// Other writers wait for it: use it for a moment, then close
 			// it. Another goroutine adds and flushes on it all the while
-			// (its hold: the straight paths' short holds beside the
-			// batch's, the Flush's and the Close's long ones).
+			// (the exclusive writer's mutex, taken by both goroutines'
+			// Adds, by the batch, the Flush and the Close).
 			wk.excl = true
 			var racing sync.WaitGroup
 			racing.Add(1)
