@@ -21,8 +21,7 @@ func setFlags(t *testing.T, path string, fl func(uint64) uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	header.Encode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], m)
-	header.Encode(b[header.MetaBOffset:header.MetaBOffset+header.MetaSize], m)
+	header.EncodeBoth(b, m)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

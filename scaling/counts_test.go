@@ -213,17 +213,25 @@ func setMetaFlags(t testing.TB, path string, fl func(uint64) uint64) {
 	}
 }
 
+// readMetaA returns the bytes of the quiet file at path and its metadata
+// copy A.
 func readMetaA(t testing.TB, path string) ([]byte, *header.Meta) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, metaA(t, b)
+}
+
+// metaA decodes metadata copy A of file image b.
+func metaA(t testing.TB, b []byte) *header.Meta {
+	t.Helper()
 	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, m
+	return m
 }
 
 // TestRecordFillsALine: a handle's records take a cache line each, so that

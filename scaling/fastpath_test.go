@@ -168,10 +168,7 @@ func dataDiff(t *testing.T, a, b string) int64 {
 // two paths choose differently; the sums must agree.
 func foldCountLines(t *testing.T, b []byte) {
 	t.Helper()
-	m, err := header.Decode(b[header.MetaAOffset:header.MetaAOffset+header.MetaSize], header.MetaAOffset, int64(len(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := metaA(t, b)
 	for _, d := range m.Filters {
 		if !d.HasCounts() {
 			continue
