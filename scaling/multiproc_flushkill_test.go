@@ -72,7 +72,7 @@ func mpfkFlusher() error {
 			time.Sleep(time.Millisecond) // until the kill
 		}
 	}
-	o := &scaling.OpenOptions{}
+	o := &scaling.OpenOptions{Exclusive: flushKillChildren.Env("EXCL") == "1"}
 	testknobs.Set(o, k)
 	f, err := scaling.Open(flushKillChildren.Env("PATH"), o)
 	if err != nil {
@@ -111,25 +111,33 @@ type flushKill struct {
 	inTake, taking bool   // the kill left the phase flushing inside the take; and the taking word set
 }
 
-// killFlushInChild starts a child that opens path and flushes it
-// (through shared words at ctlPath), SIGKILLs it once its flush has passed
-// step at (or returned), and says where the kill landed; with pause the
-// child's flush waits at step at for the kill. With old the child's take
-// is as before the taking word (Knobs.FlushTakeUnrecorded).
-func killFlushInChild(t *testing.T, path, ctlPath string, at uint64, pause, old bool) flushKill {
+// flushKillHow is how killFlushInChild's child flushes.
+type flushKillHow struct {
+	pause bool // its flush waits at the step of the kill until the kill
+	old   bool // its take is as before the taking word (Knobs.FlushTakeUnrecorded)
+	excl  bool // its handle is the file's exclusive writer (OpenOptions.Exclusive)
+}
+
+// killFlushInChild starts a child that opens path and flushes it, as how
+// says (through shared words at ctlPath), SIGKILLs it once its flush has
+// passed step at (or returned), and says where the kill landed.
+func killFlushInChild(t *testing.T, path, ctlPath string, at uint64, how flushKillHow) flushKill {
 	t.Helper()
 	ctl, err := childproc.MapShm(ctlPath, childproc.CtlWords, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	oldEnv := 0
-	if old {
-		oldEnv = 1
+	flag := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
 	}
-	p := flushKillChildren.Start(t, "flusher", "flusher", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()), childproc.KV("OLD", oldEnv))
+	p := flushKillChildren.Start(t, "flusher", "flusher", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()),
+		childproc.KV("OLD", flag(how.old)), childproc.KV("EXCL", flag(how.excl)))
 	childproc.Await(t, p, func() bool { return ctl.Load(mpfkReady) != 0 })
-	if pause {
+	if how.pause {
 		ctl.Store(mpfkPause, at)
 	}
 	ctl.Store(mpfkGo, 1)
@@ -140,6 +148,12 @@ func killFlushInChild(t *testing.T, path, ctlPath string, at uint64, pause, old 
 	_, phase := seqnum.Unpack(mpfkWord(t, path, header.StateOffset))
 	k.inTake = phase == seqnum.Flushing && k.steps > 1 && k.taken == 0
 	k.taking = k.inTake && mpfkWord(t, path, header.TakingOffset) != 0
+	// An exclusive writer freezes the file from Open to Close (I14): its
+	// death leaves the word for the next writer to thaw. Anything else
+	// means the child was not the writer how says.
+	if frozen := mpfkWord(t, path, header.ReplacedOffset) == header.ReplaceFreezing; frozen != how.excl {
+		t.Fatalf("the killed child's handle left the replaced word frozen: %v, but its handle was exclusive: %v", frozen, how.excl)
+	}
 	return k
 }
 
@@ -150,9 +164,9 @@ type mpfkResult struct {
 }
 
 // mpfkTrials runs trials until inside of them killed the flush inside its
-// take (at most 5·inside trials), with the child's take as before the
-// taking word if old.
-func mpfkTrials(t *testing.T, inside int, old bool) mpfkResult {
+// take (at most 5·inside trials), the child flushing as how says (its
+// pause unused).
+func mpfkTrials(t *testing.T, inside int, how flushKillHow) mpfkResult {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.dbl")
@@ -178,7 +192,7 @@ func mpfkTrials(t *testing.T, inside int, old bool) mpfkResult {
 		if takeSteps > 0 {
 			at = 2 + rng.Uint64N(takeSteps-2) // past "begun"
 		}
-		k := killFlushInChild(t, path, filepath.Join(dir, fmt.Sprintf("ctl-%d", r.trials)), at, false, old)
+		k := killFlushInChild(t, path, filepath.Join(dir, fmt.Sprintf("ctl-%d", r.trials)), at, flushKillHow{old: how.old, excl: how.excl})
 		if takeSteps == 0 {
 			if takeSteps = k.taken; takeSteps < 100 {
 				t.Fatalf("the flush's take had %d steps: too few pages changed to aim kills inside it", takeSteps)
@@ -204,29 +218,42 @@ func mpfkTrials(t *testing.T, inside int, old bool) mpfkResult {
 	return r
 }
 
+// TestMPFlushKill kills a shared handle's Flush, and an exclusive
+// handle's: its Flush takes the pages under the handle's hold and the
+// file's flush lock, which it holds from Open, and its death leaves the
+// file frozen for the next writer to thaw (exclusive.go).
 func TestMPFlushKill(t *testing.T) {
 	requireLinux(t)
-	inside := 12
-	if testing.Short() {
-		inside = 4
-	}
-	r := mpfkTrials(t, inside, false)
-	t.Logf("%d trials, %d killed inside the take (%d left the taking word set), %d damaged", r.trials, r.inTake, r.withTaking, r.damaged)
-	if r.damaged > 0 {
-		t.Errorf("%d of %d files damaged after a flush killed and a write and flush: %s", r.damaged, r.trials, r.first)
-	}
-	if r.inTake < inside {
-		t.Fatalf("only %d of %d kills landed inside the take: the test did not test it", r.inTake, r.trials)
+	for _, excl := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) {
+			inside := 12
+			if testing.Short() {
+				inside = 4
+			}
+			r := mpfkTrials(t, inside, flushKillHow{excl: excl})
+			t.Logf("%d trials, %d killed inside the take (%d left the taking word set), %d damaged", r.trials, r.inTake, r.withTaking, r.damaged)
+			if r.damaged > 0 {
+				t.Errorf("%d of %d files damaged after a flush killed and a write and flush: %s", r.damaged, r.trials, r.first)
+			}
+			if r.inTake < inside {
+				t.Fatalf("only %d of %d kills landed inside the take: the test did not test it", r.inTake, r.trials)
+			}
+		})
 	}
 }
 
 // TestMPFlushKillControl: with the child's take as before the taking word
-// (Knobs.FlushTakeUnrecorded), kills inside the take must damage files.
+// (Knobs.FlushTakeUnrecorded), kills inside the take must damage files,
+// a shared handle's and an exclusive one's.
 func TestMPFlushKillControl(t *testing.T) {
 	requireLinux(t)
-	r := mpfkTrials(t, 4, true)
-	t.Logf("%d trials, %d killed inside the take, %d damaged: %s", r.trials, r.inTake, r.damaged, r.first)
-	if r.damaged == 0 {
-		t.Fatalf("no file damaged by %d flushes killed inside the old take: the test cannot see the bug", r.inTake)
+	for _, excl := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) {
+			r := mpfkTrials(t, 4, flushKillHow{old: true, excl: excl})
+			t.Logf("%d trials, %d killed inside the take, %d damaged: %s", r.trials, r.inTake, r.damaged, r.first)
+			if r.damaged == 0 {
+				t.Fatalf("no file damaged by %d flushes killed inside the old take: the test cannot see the bug", r.inTake)
+			}
+		})
 	}
 }

@@ -23,9 +23,9 @@ package scaling_test
 //     first words to their records' words);
 //   - SIGKILL of one process at a random moment, whatever it is doing (a
 //     writer, a retirement, a rewrite, an exclusive handle);
-//   - after the round, SIGKILLs of processes inside Flush, each followed by
-//     a quiet moment and another process's write and flush
-//     (wholeFlushKills).
+//   - after the round, SIGKILLs of processes inside Flush (two shared
+//     handles', then an exclusive one's), each followed by a quiet moment
+//     and another process's write and flush (wholeFlushKills).
 //   - then a SIGKILL of a process inside a growth, between its two
 //     metadata copies, while another holds the file open; a quiet moment,
 //     and that handle's Flush must finish the write (wholeGrowthKill).
@@ -1304,23 +1304,25 @@ func replayCheck(t *testing.T, g *scaling.Filter, s *waRun) {
 }
 
 // wholeFlushKills is the round's section on killed flushes (issue 38,
-// item 1): twice, keys are added unflushed, a child process's Flush is
-// SIGKILLed at or after a step picked at random among the first of its
+// item 1): three times, keys are added unflushed, a child process's Flush
+// is SIGKILLed at or after a step picked at random among the first of its
 // take of the page checksums, and after a quiet moment this process
-// flushes. Then Verify must find nothing: a clean file and no
-// finding but notes, every key added here found.
+// flushes. The third child's handle is the file's exclusive writer, whose
+// death also leaves the file frozen for this process's writer to thaw.
+// After each, Verify must find nothing: a clean file and no finding but
+// notes, every key added here found.
 func wholeFlushKills(t *testing.T, path, dir string, rng *rand.Rand) {
 	t.Helper()
-	const keys = 400
+	const kills, keys = 3, 600
 	key := func(i int) []byte { return fmt.Appendf(nil, "whole flush kill %d", i) }
 	id := uint64(1) << 40 // past every id of the round
 	var inTake, taking int
-	for kill := range 2 {
+	for kill := range kills {
 		f, err := scaling.Open(path, nil)
 		if err != nil {
 			t.Fatalf("flush kill %d: Open: %v", kill, err)
 		}
-		for i := kill * keys / 2; i < (kill+1)*keys/2; i++ {
+		for i := kill * keys / kills; i < (kill+1)*keys/kills; i++ {
 			if id++; f.Add(key(i), id) != nil {
 				t.Fatalf("flush kill %d: Add %d failed", kill, i)
 			}
@@ -1330,12 +1332,13 @@ func wholeFlushKills(t *testing.T, path, dir string, rng *rand.Rand) {
 		}
 		// The first kill lands at step 2, 3 or 4 of the flush (the
 		// take's first record, swap or store: some page changed, so the
-		// take has them), the second anywhere from step 2 to 9 on.
+		// take has them), the others anywhere from step 2 to 9 on.
 		at := 2 + rng.Uint64N(3)
-		if kill == 1 {
+		if kill > 0 {
 			at = 2 + rng.Uint64N(8)
 		}
-		k := killFlushInChild(t, path, filepath.Join(dir, fmt.Sprintf("flushkill-ctl-%d", kill)), at, kill == 0, false)
+		how := flushKillHow{pause: kill == 0, excl: kill == 2}
+		k := killFlushInChild(t, path, filepath.Join(dir, fmt.Sprintf("flushkill-ctl-%d", kill)), at, how)
 		if k.inTake {
 			inTake++
 		}
@@ -1347,11 +1350,11 @@ func wholeFlushKills(t *testing.T, path, dir string, rng *rand.Rand) {
 		// (Verified after each, and the flush adds nothing: in the
 		// round's small filters, the next Adds would mark again the
 		// pages a kill left stale, and the next flush would hide them.)
-		if bad := flushKillFindings(t, path, fmt.Sprintf("after flush kill %d", kill), key, (kill+1)*keys/2); len(bad) > 0 {
-			t.Fatalf("a flush killed (after step %d, inside its take: %v), a quiet moment and another process's flush:\n%s", k.steps, k.inTake, strings.Join(bad, "\n"))
+		if bad := flushKillFindings(t, path, fmt.Sprintf("after flush kill %d", kill), key, (kill+1)*keys/kills); len(bad) > 0 {
+			t.Fatalf("a flush killed (after step %d, inside its take: %v, exclusive: %v), a quiet moment and another process's flush:\n%s", k.steps, k.inTake, how.excl, strings.Join(bad, "\n"))
 		}
 	}
-	t.Logf("2 flushes killed, %d inside the take (%d with the taking word set)", inTake, taking)
+	t.Logf("%d flushes killed (the last an exclusive handle's), %d inside the take (%d with the taking word set)", kills, inTake, taking)
 	if inTake == 0 {
 		t.Errorf("no flush killed inside its take: the first kill, paused there, must be")
 	}
