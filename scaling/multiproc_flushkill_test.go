@@ -61,7 +61,7 @@ func mpfkFlusher() error {
 	if err != nil {
 		return err
 	}
-	k := &testknobs.Knobs{FlushTakeUnrecorded: flushKillChildren.Env("OLD") == "1"}
+	k := &testknobs.Knobs{FlushTakeUnrecorded: flushKillChildren.Env("OLD") == "true"}
 	k.FlushStep = func(step string) {
 		n := ctl.Load(mpfkSteps) + 1
 		ctl.Store(mpfkSteps, n)
@@ -72,7 +72,7 @@ func mpfkFlusher() error {
 			time.Sleep(time.Millisecond) // until the kill
 		}
 	}
-	o := &scaling.OpenOptions{Exclusive: flushKillChildren.Env("EXCL") == "1"}
+	o := &scaling.OpenOptions{Exclusive: flushKillChildren.Env("EXCL") == "true"}
 	testknobs.Set(o, k)
 	f, err := scaling.Open(flushKillChildren.Env("PATH"), o)
 	if err != nil {
@@ -128,14 +128,8 @@ func killFlushInChild(t *testing.T, path, ctlPath string, at uint64, how flushKi
 		t.Fatal(err)
 	}
 	defer ctl.Close()
-	flag := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
 	p := flushKillChildren.Start(t, "flusher", "flusher", childproc.KV("PATH", path), childproc.KV("CTL", ctl.Name()),
-		childproc.KV("OLD", flag(how.old)), childproc.KV("EXCL", flag(how.excl)))
+		childproc.KV("OLD", how.old), childproc.KV("EXCL", how.excl))
 	childproc.Await(t, p, func() bool { return ctl.Load(mpfkReady) != 0 })
 	if how.pause {
 		ctl.Store(mpfkPause, at)
@@ -218,19 +212,25 @@ func mpfkTrials(t *testing.T, inside int, how flushKillHow) mpfkResult {
 	return r
 }
 
+// flushKillModes are the handles whose Flush the tests kill.
+var flushKillModes = []struct {
+	name string
+	excl bool
+}{{"shared", false}, {"exclusive", true}}
+
 // TestMPFlushKill kills a shared handle's Flush, and an exclusive
 // handle's: its Flush takes the pages under the handle's hold and the
 // file's flush lock, which it holds from Open, and its death leaves the
 // file frozen for the next writer to thaw (exclusive.go).
 func TestMPFlushKill(t *testing.T) {
 	requireLinux(t)
-	for _, excl := range []bool{false, true} {
-		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) {
+	for _, mode := range flushKillModes {
+		t.Run(mode.name, func(t *testing.T) {
 			inside := 12
 			if testing.Short() {
 				inside = 4
 			}
-			r := mpfkTrials(t, inside, flushKillHow{excl: excl})
+			r := mpfkTrials(t, inside, flushKillHow{excl: mode.excl})
 			t.Logf("%d trials, %d killed inside the take (%d left the taking word set), %d damaged", r.trials, r.inTake, r.withTaking, r.damaged)
 			if r.damaged > 0 {
 				t.Errorf("%d of %d files damaged after a flush killed and a write and flush: %s", r.damaged, r.trials, r.first)
@@ -247,9 +247,9 @@ func TestMPFlushKill(t *testing.T) {
 // a shared handle's and an exclusive one's.
 func TestMPFlushKillControl(t *testing.T) {
 	requireLinux(t)
-	for _, excl := range []bool{false, true} {
-		t.Run(map[bool]string{false: "shared", true: "exclusive"}[excl], func(t *testing.T) {
-			r := mpfkTrials(t, 4, flushKillHow{old: true, excl: excl})
+	for _, mode := range flushKillModes {
+		t.Run(mode.name, func(t *testing.T) {
+			r := mpfkTrials(t, 4, flushKillHow{old: true, excl: mode.excl})
 			t.Logf("%d trials, %d killed inside the take, %d damaged: %s", r.trials, r.inTake, r.damaged, r.first)
 			if r.damaged == 0 {
 				t.Fatalf("no file damaged by %d flushes killed inside the old take: the test cannot see the bug", r.inTake)
